@@ -1,0 +1,132 @@
+"""The one command-line style of the course: the same flags in every lesson and simulator.
+
+Lessons::
+
+    --duration SECONDS   stop after this long (every lesson ends by itself)
+    --master URL         Spark master (default local[*]; a cluster URL works too)
+    --checkpoint-dir DIR where this lesson keeps its checkpoints
+    --reset              delete this lesson's checkpoints and output first
+    --no-simulator       do not start the lesson's simulator; you run it yourself
+    --available-now      (file lessons) process what is there, then exit
+
+Simulators::
+
+    --count N  --interval SECONDS  --seed N  --base-time ISO-8601
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import datetime, timezone
+from pathlib import Path
+
+DEFAULT_DURATION = 20.0
+MAX_DEFAULT_DURATION = 60.0
+DEFAULT_SEED = 42
+
+
+def _summary(doc: str | None) -> str:
+    return (doc or "").strip().splitlines()[0] if doc and doc.strip() else ""
+
+
+def positive_seconds(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
+
+
+def non_negative_seconds(text: str) -> float:
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be zero or more seconds, got {text}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive whole number, got {text}")
+    return value
+
+
+def iso_time(text: str) -> datetime:
+    """Parse an ISO-8601 time; a time without a zone is taken as UTC."""
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"not an ISO-8601 time (e.g. 2025-01-15T10:30:00Z): {text}") from error
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
+def lesson_parser(
+    doc: str | None,
+    *,
+    duration: float = DEFAULT_DURATION,
+    simulator: bool = True,
+    available_now: bool = False,
+) -> argparse.ArgumentParser:
+    """The parser every lesson starts from; a lesson may add its own options to it."""
+    if duration > MAX_DEFAULT_DURATION:
+        raise ValueError(f"a lesson's default duration must be at most {MAX_DEFAULT_DURATION} s")
+    parser = argparse.ArgumentParser(
+        description=_summary(doc),
+        epilog="Read the file's docstring for what the lesson teaches and what you will see.",
+    )
+    parser.add_argument(
+        "--duration",
+        type=positive_seconds,
+        default=duration,
+        metavar="SECONDS",
+        help="stop the lesson's queries after this many seconds (default: %(default)s)",
+    )
+    parser.add_argument("--master", default="local[*]", help="Spark master URL (default: %(default)s)")
+    parser.add_argument(
+        "--checkpoint-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="where this lesson keeps its checkpoints (default: checkpoints/<lesson>)",
+    )
+    parser.add_argument(
+        "--reset", action="store_true", help="delete this lesson's checkpoints and output before starting"
+    )
+    if simulator:
+        parser.add_argument(
+            "--no-simulator",
+            action="store_true",
+            help="do not start the simulator; run it yourself in a second terminal",
+        )
+    if available_now:
+        parser.add_argument(
+            "--available-now",
+            action="store_true",
+            help="process the files that are there now, then exit (trigger availableNow)",
+        )
+    return parser
+
+
+def simulator_parser(
+    doc: str | None, *, count: int, interval: float, seed: int = DEFAULT_SEED
+) -> argparse.ArgumentParser:
+    """The parser every simulator starts from."""
+    parser = argparse.ArgumentParser(description=_summary(doc))
+    parser.add_argument(
+        "--count", type=positive_int, default=count, help="how many items to produce (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--interval",
+        type=non_negative_seconds,
+        default=interval,
+        metavar="SECONDS",
+        help="pause between items (default: %(default)s)",
+    )
+    parser.add_argument("--seed", type=int, default=seed, help="random seed; same seed, same data (default: %(default)s)")
+    parser.add_argument(
+        "--base-time",
+        type=iso_time,
+        default=None,
+        metavar="ISO",
+        help="event time of the first item, e.g. 2025-01-15T10:30:00Z (default: now)",
+    )
+    return parser

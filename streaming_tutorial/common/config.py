@@ -1,0 +1,30 @@
+"""Ports, hosts, topic names and fixed times shared by lessons and simulators.
+
+One place, so a simulator and a lesson can never disagree on a port or a topic.
+"""
+
+import os
+from datetime import datetime, timezone
+
+# Socket lesson (05) and socket_server.py.
+SOCKET_HOST = "127.0.0.1"
+SOCKET_PORT = int(os.environ.get("SOCKET_PORT", "9999"))
+
+# Kafka: when KAFKA_BOOTSTRAP_SERVERS is set, lessons and tests use that cluster;
+# otherwise they start the course's own single-node broker on these ports.
+KAFKA_BOOTSTRAP_ENV = "KAFKA_BOOTSTRAP_SERVERS"
+LOCAL_KAFKA_HOST = "127.0.0.1"
+LOCAL_KAFKA_PORT = int(os.environ.get("LOCAL_KAFKA_PORT", "9092"))
+LOCAL_KAFKA_CONTROLLER_PORT = int(os.environ.get("LOCAL_KAFKA_CONTROLLER_PORT", "9093"))
+
+# Topics.
+TOPIC_EVENTS = "events"  # raw keyed JSON events from kafka_producer.py
+TOPIC_ENRICHED = "events-enriched"  # lesson 08's output
+TOPIC_QUARANTINE = "events-quarantine"  # records lesson 08 could not parse
+TOPIC_IMPRESSIONS = "ad-impressions"
+TOPIC_CLICKS = "ad-clicks"
+TOPIC_ALERTS = "alerts"
+
+# The event time of the first sample record: fixed, so sample data and the
+# output shown in docstrings are the same on every machine.
+BASE_EVENT_TIME = datetime(2025, 1, 15, 10, 30, tzinfo=timezone.utc)

@@ -1,0 +1,126 @@
+"""Checks of the machine: Python, Java and pyspark, each with advice on failure.
+
+Standard library only, so ``course.py`` and ``initial_setup.py`` can run these
+checks before pyspark is installed.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import CourseError
+
+MIN_PYTHON = (3, 11)
+MIN_JAVA = 17
+PYSPARK_VERSION = "4.2.0"
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str  # the version found, or the advice when not ok
+
+
+def java_executable() -> str | None:
+    """The java Spark will use: $JAVA_HOME/bin/java first, then the PATH."""
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home:
+        candidate = Path(java_home) / "bin" / "java"
+        if candidate.exists():
+            return str(candidate)
+    return shutil.which("java")
+
+
+def java_major_version(java: str) -> int | None:
+    try:
+        result = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    # `java -version` prints e.g. 'openjdk version "17.0.15" 2025-04-15' (or "1.8.0_402").
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', result.stderr + result.stdout)
+    if not match:
+        return None
+    major = int(match.group(1))
+    return int(match.group(2) or 0) if major == 1 else major
+
+
+def check_python() -> Check:
+    version = ".".join(map(str, sys.version_info[:3]))
+    if sys.version_info[:2] >= MIN_PYTHON:
+        return Check("Python", True, version)
+    return Check(
+        "Python",
+        False,
+        f"Python {version} is too old: the course needs Python "
+        f"{'.'.join(map(str, MIN_PYTHON))} or newer (pyspark {PYSPARK_VERSION} does not run on older "
+        "versions). Install a newer Python and run the command again with it.",
+    )
+
+
+def check_java() -> Check:
+    java = java_executable()
+    if java is None:
+        return Check(
+            "Java",
+            False,
+            f"Java was not found. Spark runs on the JVM and needs Java {MIN_JAVA} or newer. "
+            f"Install a JDK (for example OpenJDK {MIN_JAVA} from your package manager: "
+            f"'apt install openjdk-{MIN_JAVA}-jdk-headless', 'brew install openjdk@{MIN_JAVA}') and "
+            "make sure 'java -version' works, or set JAVA_HOME to the JDK folder.",
+        )
+    major = java_major_version(java)
+    if major is None:
+        return Check(
+            "Java",
+            False,
+            f"'{java} -version' did not report a version. Check that the JDK at {java} is "
+            "installed correctly, or set JAVA_HOME to a working JDK.",
+        )
+    if major < MIN_JAVA:
+        return Check(
+            "Java",
+            False,
+            f"Java {major} is too old ({java}): Spark 4 needs Java {MIN_JAVA} or newer. Install "
+            f"OpenJDK {MIN_JAVA} or 21 and put it first on the PATH, or set JAVA_HOME to it.",
+        )
+    return Check("Java", True, f"{major} ({java})")
+
+
+def check_pyspark() -> Check:
+    try:
+        found = importlib.metadata.version("pyspark")
+    except importlib.metadata.PackageNotFoundError:
+        return Check(
+            "pyspark",
+            False,
+            "pyspark is not installed in this Python. Run 'python course.py tour' once (it creates "
+            ".venv with everything pinned), then activate it with 'source .venv/bin/activate'; or "
+            "install the pins yourself with 'pip install -r requirements.txt'.",
+        )
+    if found != PYSPARK_VERSION:
+        return Check(
+            "pyspark",
+            False,
+            f"pyspark {found} is installed, but the course is pinned to {PYSPARK_VERSION} (the Kafka "
+            "and Delta jars must match it). Run 'pip install -r requirements.txt' in this environment.",
+        )
+    return Check("pyspark", True, found)
+
+
+def run_checks() -> list[Check]:
+    return [check_python(), check_java(), check_pyspark()]
+
+
+def require_java() -> None:
+    """Raise a CourseError with advice unless a suitable Java is available."""
+    check = check_java()
+    if not check.ok:
+        raise CourseError(check.detail)

@@ -1,0 +1,91 @@
+"""Run a streaming query on finite, hand-made input and get each micro-batch back.
+
+Used by the tests (exact rows, no clock) and by lessons that walk through a
+deterministic scenario (which events a watermark drops, when a window closes).
+
+Each inner list of ``batches`` becomes one JSON file; the file source reads one
+file per trigger (``maxFilesPerTrigger=1``) and ``availableNow`` stops the query
+when all files are read. So batch N of the query sees exactly file N.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from .files import json_lines, write_atomically
+
+
+@dataclass
+class BatchResult:
+    batch_id: int
+    rows: list  # pyspark Rows the sink received in this batch
+    watermark: str | None = None  # the event-time watermark used by this batch, if any
+
+
+@dataclass
+class Run:
+    batches: list[BatchResult] = field(default_factory=list)
+    progress: list[dict] = field(default_factory=list)  # query.recentProgress, one dict per batch
+
+    def rows(self) -> list:
+        """Every row of every batch, in order."""
+        return [row for batch in self.batches for row in batch.rows]
+
+
+def write_batches(folder: Path, batches: Sequence[Sequence[dict]]) -> Path:
+    """Write one JSON Lines file per batch, named so they sort in order."""
+    for number, records in enumerate(batches):
+        write_atomically(folder, f"batch-{number:04d}.json", json_lines(records))
+    return folder
+
+
+def stream_batches(spark, folder: Path, schema):
+    """A streaming DataFrame over ``folder`` that reads one file per micro-batch."""
+    return spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).json(str(folder))
+
+
+def collect_batches(
+    streaming_df,
+    checkpoint: Path,
+    *,
+    output_mode: str = "append",
+    sort_key: Callable | None = None,
+    timeout: float = 120,
+) -> Run:
+    """Run ``streaming_df`` with availableNow and return what the sink got in each batch.
+
+    ``foreachBatch`` runs on the driver, so collecting each batch is exact and cheap
+    for the small inputs this is meant for. Empty batches (no new data, but the
+    watermark moved, so e.g. append-mode windows were finalised) are kept too.
+    """
+    run = Run()
+    lock = threading.Lock()
+
+    def keep(batch_df, batch_id: int) -> None:
+        rows = batch_df.collect()
+        with lock:
+            run.batches.append(BatchResult(batch_id, sorted(rows, key=sort_key) if sort_key else rows))
+
+    query = (
+        streaming_df.writeStream.outputMode(output_mode)
+        .foreachBatch(keep)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    try:
+        finished = query.awaitTermination(timeout)
+    finally:
+        if query.isActive:
+            query.stop()
+    if not finished:
+        raise TimeoutError(f"the query did not finish its input within {timeout} s")
+    run.progress = [dict(progress) for progress in query.recentProgress]
+    marks = {p["batchId"]: p.get("eventTime", {}).get("watermark") for p in run.progress}
+    run.batches.sort(key=lambda batch: batch.batch_id)
+    for batch in run.batches:
+        batch.watermark = marks.get(batch.batch_id)
+    return run

@@ -1,0 +1,123 @@
+"""How every lesson runs: a session, bounded queries, a clean stop.
+
+A lesson's ``main()`` reads like this::
+
+    def main(argv=None):
+        args = cli.lesson_parser(__doc__).parse_args(argv)
+        with lesson_session(LESSON, args) as spark:
+            query = build_something(source(spark)).writeStream...start()
+            await_queries([query], args.duration)
+
+    if __name__ == "__main__":
+        run_lesson(main)
+
+``run_lesson`` turns Ctrl-C into a clean stop and a known failure into one
+paragraph of advice instead of a stack trace.
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+from . import paths
+from .errors import explain
+
+BANNER_WIDTH = 72
+
+
+def banner(title: str) -> None:
+    """A section heading on stdout, so the learner can find each part of the output."""
+    print(f"\n{'=' * BANNER_WIDTH}\n{title}\n{'=' * BANNER_WIDTH}", flush=True)
+
+
+def say(text: str) -> None:
+    """A paragraph for the learner, wrapped, on stdout."""
+    print(textwrap.fill(textwrap.dedent(text).strip(), width=BANNER_WIDTH), flush=True)
+
+
+def checkpoint_root(lesson: str, args) -> Path:
+    """This lesson's checkpoint folder: --checkpoint-dir, or checkpoints/<lesson>."""
+    return Path(args.checkpoint_dir).resolve() if getattr(args, "checkpoint_dir", None) else paths.checkpoint_for(lesson)
+
+
+def reset_lesson(lesson: str, args) -> None:
+    """Delete this lesson's checkpoints and output (the --reset flag)."""
+    for folder in (checkpoint_root(lesson, args), paths.output_for(lesson)):
+        if folder.exists():
+            if paths.COURSE_HOME in folder.resolve().parents:
+                paths.remove_tree(folder)
+            else:  # a --checkpoint-dir the learner chose outside the project
+                import shutil
+
+                shutil.rmtree(folder, ignore_errors=True)
+            print(f"--reset: deleted {paths.display(folder)}", flush=True)
+
+
+@contextmanager
+def lesson_session(lesson: str, args, **spark_options) -> Iterator:
+    """The lesson's SparkSession; on the way out every query and the session stop.
+
+    ``spark_options`` go to :func:`common.session.get_spark` (``kafka=True``,
+    ``delta=True``, ``jdbc=True``).
+    """
+    from .session import get_spark
+
+    # Line-buffered stdout keeps our prints and the JVM's console-sink tables in order.
+    sys.stdout.reconfigure(line_buffering=True)
+    if getattr(args, "reset", False):
+        reset_lesson(lesson, args)
+    spark = get_spark(lesson, master=getattr(args, "master", None), **spark_options)
+    try:
+        yield spark
+    finally:
+        stop_all(spark)
+        spark.stop()
+
+
+def stop_all(spark) -> None:
+    for query in spark.streams.active:
+        query.stop()
+
+
+def await_queries(queries: Sequence, duration: float) -> None:
+    """Let the queries run until they finish by themselves or ``duration`` seconds pass.
+
+    Queries with ``availableNow`` (or a finite source) finish by themselves; the
+    others are stopped when the time is up. A query that failed raises here.
+    """
+    deadline = time.monotonic() + duration
+    try:
+        for query in queries:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            query.awaitTermination(remaining)
+    finally:
+        for query in queries:
+            if query.isActive:
+                query.stop()
+    for query in queries:
+        failure = query.exception()
+        if failure is not None:
+            raise failure
+
+
+def run_lesson(main: Callable[[list[str] | None], int | None], argv: list[str] | None = None) -> None:
+    """Run a lesson's main(): exit 0 when it ends, 130 on Ctrl-C, 1 with advice on a known failure."""
+    try:
+        code = main(argv) or 0
+    except KeyboardInterrupt:
+        print("\nStopped with Ctrl-C: queries and Spark shut down; checkpoints are kept.", file=sys.stderr)
+        code = 130
+    except Exception as error:
+        advice = explain(error)
+        if advice is None:
+            raise
+        print("\n" + textwrap.fill(advice, width=BANNER_WIDTH), file=sys.stderr)
+        code = 1
+    sys.exit(code)

@@ -1,0 +1,136 @@
+"""Start, detect and stop the course's simulators from a lesson.
+
+A simulator announces itself with a PID file under ``.runtime/`` while it runs
+(``announce_running``). A lesson that needs one calls ``simulator_for_lesson``:
+if the learner already runs it in a second terminal, the lesson uses it; if not,
+the lesson starts it in the background for its own duration and says so.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import socket
+import subprocess
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from . import paths
+
+STOP_TIMEOUT_SECONDS = 5
+
+
+def pid_file(name: str) -> Path:
+    return paths.RUNTIME_DIR / f"{name}.pid"
+
+
+def log_file(name: str) -> Path:
+    return paths.RUNTIME_DIR / f"{name}.log"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def is_running(name: str) -> bool:
+    """True when a simulator called ``name`` has a live PID file."""
+    path = pid_file(name)
+    try:
+        pid = int(path.read_text().strip())
+    except (OSError, ValueError):
+        return False
+    return _alive(pid)
+
+
+def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
+    """True when something accepts TCP connections on host:port."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+@contextmanager
+def announce_running(name: str) -> Iterator[None]:
+    """Used by a simulator's main(): keep a PID file while it runs."""
+    path = pid_file(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(str(os.getpid()))
+
+    def remove() -> None:
+        try:
+            if path.read_text().strip() == str(os.getpid()):
+                path.unlink()
+        except OSError:
+            pass
+
+    atexit.register(remove)
+    try:
+        yield
+    finally:
+        remove()
+
+
+def start_simulator(name: str, script: str, args: Sequence[str]) -> subprocess.Popen:
+    """Start ``data_generators/<script>`` in the background; its output goes to .runtime/<name>.log."""
+    log = log_file(name)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "w", encoding="utf-8") as handle:
+        return subprocess.Popen(
+            [sys.executable, str(paths.GENERATORS_DIR / script), *args],
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            # Its own process group: the learner's Ctrl-C reaches the lesson, which stops it.
+            start_new_session=True,
+        )
+
+
+def stop_process(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(STOP_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@contextmanager
+def simulator_for_lesson(
+    name: str, script: str, args: Sequence[str], *, enabled: bool = True, already_running: bool | None = None
+) -> Iterator[subprocess.Popen | None]:
+    """Run the lesson's simulator for the duration of the ``with`` block, unless it already runs.
+
+    ``enabled=False`` (the lesson's --no-simulator) never starts one. ``already_running``
+    overrides the PID-file check (the socket lesson checks its port instead).
+    """
+    running = is_running(name) if already_running is None else already_running
+    command = f"python data_generators/{script} {' '.join(args)}".strip()
+    if running:
+        print(f"Using the {name} simulator that is already running.", flush=True)
+        yield None
+        return
+    if not enabled:
+        print(f"--no-simulator: start it yourself in a second terminal: {command}", flush=True)
+        yield None
+        return
+    process = start_simulator(name, script, args)
+    print(
+        f"Started the {name} simulator for this run: {command}\n"
+        f"(its log: {paths.display(log_file(name))}; --no-simulator if you run it yourself)",
+        flush=True,
+    )
+    try:
+        yield process
+    finally:
+        stop_process(process)

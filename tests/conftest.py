@@ -1,0 +1,58 @@
+"""Fixtures shared by the whole suite: one Spark session, lesson loading, subprocess runs."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "streaming_tutorial"), str(ROOT)]
+
+
+def load_lesson(stem: str):
+    """Import a numbered lesson (e.g. '06_windowing') as a module; its main() does not run."""
+    name = f"lesson_{stem}"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "streaming_tutorial" / f"{stem}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The one SparkSession of the test run, with every connector the lessons use."""
+    from common.session import get_spark
+
+    session = get_spark("course-tests", master="local[2]", kafka=True, delta=True, jdbc=True, ui=False)
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def course_home(tmp_path):
+    """A throw-away COURSE_HOME for scripts run as subprocesses (data, checkpoints, output)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    return home
+
+
+def run_script(script: Path | str, *args: str, home: Path, timeout: float = 180, cwd: Path | None = None,
+               input_text: str | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run a course script as a learner would: a fresh Python process, outputs captured."""
+    environment = {**os.environ, "STREAMING_COURSE_HOME": str(home), "PYTHONUNBUFFERED": "1", **(env or {})}
+    return subprocess.run(
+        [sys.executable, str(ROOT / script), *args],
+        cwd=cwd or ROOT,
+        env=environment,
+        input=input_text,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
