@@ -10,7 +10,9 @@ when all files are read. So batch N of the query sees exactly file N.
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -36,9 +38,16 @@ class Run:
 
 
 def write_batches(folder: Path, batches: Sequence[Sequence[dict]]) -> Path:
-    """Write one JSON Lines file per batch, named so they sort in order."""
+    """Write one JSON Lines file per batch, in order.
+
+    The file source orders new files by modification time, not by name, and files
+    written within the same clock tick tie; so each file gets its own mtime, one
+    second apart, in batch order.
+    """
+    first_mtime = time.time() - len(batches) - 60
     for number, records in enumerate(batches):
-        write_atomically(folder, f"batch-{number:04d}.json", json_lines(records))
+        path = write_atomically(folder, f"batch-{number:04d}.json", json_lines(records))
+        os.utime(path, (first_mtime + number, first_mtime + number))
     return folder
 
 
