@@ -16,6 +16,7 @@ in the folder.
 from __future__ import annotations
 
 import csv
+import os
 import random
 import re
 import signal
@@ -56,12 +57,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Writing {args.count} file(s) of {args.events_per_file} shop events to {paths.display(folder)} "
           f"every {args.interval:g} s (Ctrl-C stops).", flush=True)
     try:
+        last_mtime = 0
         with announce_running("ecommerce"):
             for number in range(args.count):
                 events = make_ecommerce_events(args.events_per_file, seed=args.seed, base_time=base_time,
                                                start=start + number * args.events_per_file)
                 name = f"{FILE_PREFIX}-{first_file + number:04d}.json"
                 target = write_atomically(folder, name, json_lines(events))
+                last_mtime = keep_in_order(target, last_mtime)
                 kinds = ", ".join(f"{sum(e['event_type'] == kind for e in events)} {kind}"
                                   for kind in ("view", "cart", "purchase"))
                 print(f"wrote {paths.display(target)} ({len(events)} events: {kinds})", flush=True)
@@ -147,6 +150,19 @@ def continue_after(folder: Path) -> tuple[int, int]:
                 numbers.append(int(match.group(1)))
                 lines += len(path.read_text(encoding="utf-8").splitlines())
     return max(numbers) + 1, lines
+
+
+def keep_in_order(path: Path, previous_mtime_ns: int) -> int:
+    """Give ``path`` a modification time at least 1 ms after the previous file's.
+
+    The file source picks up new files in modification-time order (in milliseconds);
+    with --interval 0 two files could tie and be read out of order.
+    """
+    mtime = path.stat().st_mtime_ns
+    if mtime < previous_mtime_ns + 1_000_000:
+        mtime = previous_mtime_ns + 1_000_000
+        os.utime(path, ns=(mtime, mtime))
+    return mtime
 
 
 def now_for(start: int, seed: int) -> datetime:

@@ -19,6 +19,7 @@ in the folder.
 from __future__ import annotations
 
 import math
+import os
 import random
 import re
 import signal
@@ -67,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Writing {args.count} file(s) of {args.readings_per_file} readings from {args.sensors} sensors to "
           f"{paths.display(folder)} every {args.interval:g} s (Ctrl-C stops).", flush=True)
     try:
+        last_mtime = 0
         with announce_running("sensors"):
             for number in range(args.count):
                 readings = make_sensor_readings(
@@ -76,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 name = f"{FILE_PREFIX}-{first_file + number:04d}.json"
                 target = write_atomically(folder, name, json_lines(readings))
+                last_mtime = keep_in_order(target, last_mtime)
                 print(f"wrote {paths.display(target)} ({len(readings)} readings, "
                       f"{count_late(readings, base_time, args.disorder)} very late)", flush=True)
                 if number < args.count - 1:
@@ -155,6 +158,19 @@ def continue_after(folder: Path) -> tuple[int, int]:
                 numbers.append(int(match.group(1)))
                 lines += len(path.read_text(encoding="utf-8").splitlines())
     return max(numbers) + 1, lines
+
+
+def keep_in_order(path: Path, previous_mtime_ns: int) -> int:
+    """Give ``path`` a modification time at least 1 ms after the previous file's.
+
+    The file source picks up new files in modification-time order (in milliseconds);
+    with --interval 0 two files could tie and be read out of order.
+    """
+    mtime = path.stat().st_mtime_ns
+    if mtime < previous_mtime_ns + 1_000_000:
+        mtime = previous_mtime_ns + 1_000_000
+        os.utime(path, ns=(mtime, mtime))
+    return mtime
 
 
 def now_for(start: int) -> datetime:

@@ -15,6 +15,7 @@ in the folder, so a second run never overwrites the first.
 from __future__ import annotations
 
 import csv
+import os
 import random
 import re
 import signal
@@ -58,12 +59,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Writing {args.count} file(s) of {args.records_per_file} transactions to {paths.display(folder)} "
           f"every {args.interval:g} s (Ctrl-C stops).", flush=True)
     try:
+        last_mtime = 0
         with announce_running("transactions"):
             for number in range(args.count):
                 records = make_transactions(args.records_per_file, seed=args.seed, base_time=base_time,
                                             start=start + number * args.records_per_file)
                 name = f"{FILE_PREFIX}-{first_file + number:04d}.json"
                 target = write_atomically(folder, name, render_file(records, malformed_every=args.malformed_every))
+                last_mtime = keep_in_order(target, last_mtime)
                 print(f"wrote {paths.display(target)} ({len(records)} records)", flush=True)
                 if number < args.count - 1:
                     time.sleep(args.interval)
@@ -141,6 +144,19 @@ def continue_after(folder: Path) -> tuple[int, int]:
                 numbers.append(int(match.group(1)))
                 lines += len(path.read_text(encoding="utf-8").splitlines())
     return max(numbers) + 1, lines
+
+
+def keep_in_order(path: Path, previous_mtime_ns: int) -> int:
+    """Give ``path`` a modification time at least 1 ms after the previous file's.
+
+    The file source picks up new files in modification-time order (in milliseconds);
+    with --interval 0 two files could tie and be read out of order.
+    """
+    mtime = path.stat().st_mtime_ns
+    if mtime < previous_mtime_ns + 1_000_000:
+        mtime = previous_mtime_ns + 1_000_000
+        os.utime(path, ns=(mtime, mtime))
+    return mtime
 
 
 def now_for(start: int) -> datetime:
