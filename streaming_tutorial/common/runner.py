@@ -28,6 +28,7 @@ from . import paths
 from .errors import explain
 
 BANNER_WIDTH = 72
+STOP_WAIT_SECONDS = 10  # how long a stop waits for a running micro-batch to finish
 
 
 def banner(title: str) -> None:
@@ -37,7 +38,9 @@ def banner(title: str) -> None:
 
 def say(text: str) -> None:
     """A paragraph for the learner, wrapped, on stdout."""
-    print(textwrap.fill(textwrap.dedent(text).strip(), width=BANNER_WIDTH), flush=True)
+    # Collapse all whitespace first: a triple-quoted paragraph whose first line is not
+    # indented would otherwise keep its continuation lines' indentation inside the text.
+    print(textwrap.fill(" ".join(text.split()), width=BANNER_WIDTH), flush=True)
 
 
 def checkpoint_root(lesson: str, args) -> Path:
@@ -99,12 +102,26 @@ def await_queries(queries: Sequence, duration: float) -> None:
             query.awaitTermination(remaining)
     finally:
         for query in queries:
-            if query.isActive:
-                query.stop()
+            stop_between_batches(query)
     for query in queries:
         failure = query.exception()
         if failure is not None:
             raise failure
+
+
+def stop_between_batches(query, wait: float = STOP_WAIT_SECONDS) -> None:
+    """Stop ``query``, letting the micro-batch it is running (if any) finish first.
+
+    Stopping in the middle of a batch cancels its Spark jobs; when the sink is a Python
+    foreachBatch function, Spark then prints a StackOverflowError with a thousand-line
+    stack trace while it inspects the cancelled job's error. Waiting (at most ``wait``
+    seconds) for the batch to commit avoids that and loses nothing.
+    """
+    deadline = time.monotonic() + wait
+    while query.isActive and query.status["isTriggerActive"] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if query.isActive:
+        query.stop()
 
 
 def run_lesson(main: Callable[[list[str] | None], int | None], argv: list[str] | None = None) -> None:
