@@ -77,8 +77,8 @@ def main(argv: list[str] | None = None) -> int:
                         else:
                             lines = piped if piped is not None else script_lines(script, args.count)
                             serve_script(client, limit(lines, args.count), args.interval)
-                        linger(client, args.linger)
-                        print("Spark disconnected.", flush=True)
+                        if not wait_or_gone(client, args.linger):  # returns only when --linger ran out
+                            print(f"--linger {args.linger:g}: closing the connection.", flush=True)
                     except ClientGone:
                         print("Spark disconnected.", flush=True)
                 if not args.keep_serving:
@@ -197,11 +197,6 @@ def wait_or_gone(client: socket.socket, seconds: float | None) -> bool:
             raise ClientGone from error
         if not data:
             raise ClientGone
-
-
-def linger(client: socket.socket, seconds: float | None) -> None:
-    if not wait_or_gone(client, seconds):
-        print(f"--linger {seconds:g}: closing the connection.", flush=True)
 
 
 def load_script(args) -> tuple[str, ...]:
