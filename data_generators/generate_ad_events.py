@@ -24,7 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "streaming_tutorial"))
 
+import os  # noqa: E402
 import random  # noqa: E402
+import signal  # noqa: E402
 import time  # noqa: E402
 from datetime import datetime, timedelta, timezone  # noqa: E402
 
@@ -146,6 +148,17 @@ def split_into_files(
     return chunks
 
 
+def keep_in_order(path: Path, previous_mtime_ns: int) -> int:
+    """Give ``path`` a modification time at least 1 ms after the previous file's.
+
+    The file source reads new files in modification-time order (milliseconds); with
+    --interval 0 two files could otherwise tie and be read out of order.
+    """
+    mtime = max(path.stat().st_mtime_ns, previous_mtime_ns + 1_000_000)
+    os.utime(path, ns=(mtime, mtime))
+    return mtime
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = cli.simulator_parser(__doc__, count=DEFAULT_COUNT, interval=DEFAULT_INTERVAL)
     parser.add_argument("--batch-size", type=cli.positive_int, default=DEFAULT_BATCH_SIZE,
@@ -162,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
         if not 0.0 <= getattr(args, name) <= 1.0:
             parser.error(f"--{name.replace('_', '-')} must be between 0 and 1")
 
+    # A lesson stops us with SIGTERM: turn it into a normal exit so the PID file goes away.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     # Whole seconds: file names and event times are easier to read.
     base_time = args.base_time or datetime.now(timezone.utc).replace(microsecond=0)
     timeline = make_ad_timeline(
@@ -181,6 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Writing {args.count} impressions in {len(chunks)} files to "
           f"{paths.display(paths.AD_EVENTS_DIR)}/{{impressions,clicks}}/, one pair every {args.interval:g} s "
           f"(first impression at {iso(base_time)}).", flush=True)
+    last_mtime = {"impressions": 0, "clicks": 0}
     try:
         with simulators.announce_running(SIMULATOR_NAME):
             for number, (impressions, clicks) in enumerate(chunks):
@@ -188,9 +204,12 @@ def main(argv: list[str] | None = None) -> int:
                     time.sleep(args.interval)
                 # Impressions first: with no late records, a click's impression is already there.
                 if impressions:
-                    write_atomically(impressions_dir, f"impressions-{stamp}-{number:04d}.json", json_lines(impressions))
+                    written = write_atomically(impressions_dir, f"impressions-{stamp}-{number:04d}.json",
+                                               json_lines(impressions))
+                    last_mtime["impressions"] = keep_in_order(written, last_mtime["impressions"])
                 if clicks:
-                    write_atomically(clicks_dir, f"clicks-{stamp}-{number:04d}.json", json_lines(clicks))
+                    written = write_atomically(clicks_dir, f"clicks-{stamp}-{number:04d}.json", json_lines(clicks))
+                    last_mtime["clicks"] = keep_in_order(written, last_mtime["clicks"])
                 print(f"file {number:04d}: {len(impressions):3d} impressions, {len(clicks):3d} clicks", flush=True)
     except KeyboardInterrupt:
         print("Stopped with Ctrl-C; the files written so far are complete.", file=sys.stderr)
