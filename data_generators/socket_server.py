@@ -69,15 +69,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with server, announce_running("socket"):
             while True:
-                client = wait_for_client(server, args.host, args.port)
-                with client:
+                with wait_for_client(server, args.host, args.port) as client:
                     try:
                         if interactive:
                             serve_typed_lines(client)
                         else:
                             lines = piped if piped is not None else script_lines(script, args.count)
                             serve_script(client, limit(lines, args.count), args.interval)
-                        if not wait_or_gone(client, args.linger):  # returns only when --linger ran out
+                        # Closing right after the last line could reach Spark as a reset: wait for it to go.
+                        if not wait_or_gone(client, args.linger):  # False only when --linger ran out
                             print(f"--linger {args.linger:g}: closing the connection.", flush=True)
                     except ClientGone:
                         print("Spark disconnected.", flush=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import pty
 import signal
 import socket
 import subprocess
@@ -425,3 +426,50 @@ def test_socket_server_keep_serving_serves_the_next_client_again(course_home):
     assert first == second == [line + "\n" for line in socket_server.DEMO_SENTENCES[:2]]
     assert stdout.count("--keep-serving: waiting for the next client.") >= 1
     assert code == 0
+
+
+@pytest.mark.smoke
+@pytest.mark.parametrize("stop, expected_code", [(signal.SIGINT, 130), (signal.SIGTERM, 0)], ids=["ctrl-c", "sigterm"])
+@pytest.mark.parametrize("name", FILE_SIMULATORS)
+def test_file_simulators_stop_cleanly_and_remove_their_pid_file(name, stop, expected_code, course_home):
+    script, folder, _, _ = FILE_SIMULATORS[name]
+    env = {**os.environ, "STREAMING_COURSE_HOME": str(course_home), "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen([sys.executable, str(ROOT / script), "--count", "3", "--interval", "60"],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for line in process.stdout:  # the first file is written at once; then it waits 60 s
+        if line.startswith("wrote "):
+            break
+    pid_files = list((course_home / ".runtime").glob("*.pid"))
+    assert [path.read_text() for path in pid_files] == [str(process.pid)]
+
+    process.send_signal(stop)  # Ctrl-C in its terminal, or a lesson stopping the simulator it started
+    stdout, stderr = process.communicate(timeout=60)
+
+    assert process.returncode == expected_code
+    assert "Traceback" not in stderr
+    assert not pid_files[0].exists()
+    assert len(list((course_home / "data" / folder).iterdir())) == 1
+    if stop == signal.SIGINT:
+        assert "Stopped with Ctrl-C" in stdout
+
+
+@pytest.mark.smoke
+def test_socket_server_sends_what_a_person_types(course_home):
+    leader, follower = pty.openpty()
+    env = {**os.environ, "STREAMING_COURSE_HOME": str(course_home), "PYTHONUNBUFFERED": "1"}
+    port = free_port()
+    process = subprocess.Popen([sys.executable, str(ROOT / "data_generators/socket_server.py"), "--port", str(port)],
+                               env=env, stdin=follower, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    os.close(follower)
+    output = [process.stdout.readline()]
+    assert output[0].startswith("Waiting for Spark to connect")
+
+    with socket.create_connection((config.SOCKET_HOST, port), timeout=60) as client:
+        os.write(leader, b"hello typed world\n\x04")  # a line, then Ctrl-D
+        received = client.makefile("r", encoding="utf-8").readline()
+    stdout, stderr = process.communicate(timeout=60)
+    os.close(leader)
+
+    assert received == "hello typed world\n"
+    assert process.returncode == 0, stderr
+    assert "> " in stdout and "sent: hello typed world" in stdout
