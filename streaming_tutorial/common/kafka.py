@@ -1,0 +1,327 @@
+"""Talking to Kafka from lessons, simulators and tests: where the broker is, is it up, topics.
+
+    with kafka_for_lesson() as bootstrap:      # a broker for this run, whatever it takes
+        ensure_topics(bootstrap, ["events"], partitions=3)
+        ...spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)...
+
+Which broker? ``KAFKA_BOOTSTRAP_SERVERS`` when it is set (your own cluster, Docker,
+the test run's broker); otherwise the course's own broker on 127.0.0.1:9092
+(``LOCAL_KAFKA_PORT`` changes the port), started on demand by :func:`kafka_for_lesson`
+or kept running with ``python local_kafka.py start``.
+
+The Python side uses kafka-python (``import kafka``; this module is ``common.kafka``,
+so the two never clash). Its retry chatter is silenced: a broker that is not there
+gets one paragraph of advice (:class:`common.errors.CourseError`), not a log storm.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from contextlib import contextmanager
+from typing import Iterable, Iterator
+
+from . import config
+from .errors import CourseError
+
+REACH_TIMEOUT_SECONDS = 5.0
+CLIENT_ID = "streaming-course"
+
+# kafka-python logs every failed connection attempt. A NullHandler keeps Python's
+# last-resort handler from printing them to the learner's terminal; a program that
+# configures logging itself still sees them.
+logging.getLogger("kafka").addHandler(logging.NullHandler())
+
+
+def bootstrap_servers() -> str:
+    """KAFKA_BOOTSTRAP_SERVERS if set, else the course's local broker (127.0.0.1:<LOCAL_KAFKA_PORT>)."""
+    configured = os.environ.get(config.KAFKA_BOOTSTRAP_ENV, "").strip()
+    return configured or f"{config.LOCAL_KAFKA_HOST}:{local_port()}"
+
+
+def local_port() -> int:
+    """The local broker's port, read when called (tests and tools may set LOCAL_KAFKA_PORT late)."""
+    return int(os.environ.get("LOCAL_KAFKA_PORT", config.LOCAL_KAFKA_PORT))
+
+
+def local_bootstrap() -> str:
+    return f"{config.LOCAL_KAFKA_HOST}:{local_port()}"
+
+
+def unreachable_advice(bootstrap: str, detail: str = "") -> str:
+    configured = os.environ.get(config.KAFKA_BOOTSTRAP_ENV, "").strip()
+    if configured and bootstrap == configured:
+        where = (
+            f"KAFKA_BOOTSTRAP_SERVERS is set to '{configured}', but no broker there answered. Check "
+            "the address (host:port of a broker's PLAINTEXT listener) or unset the variable to use "
+            "the course's own broker."
+        )
+    else:
+        where = (
+            "Start the course's own broker with 'python local_kafka.py start' (it keeps running "
+            "until 'python local_kafka.py stop'), or point KAFKA_BOOTSTRAP_SERVERS at a broker you "
+            "already run (for Docker: 'docker compose up -d', then KAFKA_BOOTSTRAP_SERVERS=localhost:9092)."
+        )
+    return f"No Kafka broker answers at {bootstrap}. {where}" + (f" ({detail})" if detail else "")
+
+
+def _addresses(bootstrap: str) -> list[tuple[str, int]]:
+    addresses = []
+    for part in bootstrap.split(","):
+        host, _, port = part.strip().rpartition(":")
+        if not host or not port.isdigit():
+            raise CourseError(
+                f"'{part.strip()}' is not a Kafka address: use host:port, e.g. 127.0.0.1:9092 "
+                "(several brokers separated by commas)."
+            )
+        addresses.append((host.strip("[]"), int(port)))
+    return addresses
+
+
+def _any_port_open(bootstrap: str, timeout: float) -> bool:
+    from .simulators import port_open
+
+    return any(port_open(host, port, timeout=min(timeout, 1.0)) for host, port in _addresses(bootstrap))
+
+
+def admin_client(bootstrap: str, timeout: float = REACH_TIMEOUT_SECONDS):
+    """A kafka-python admin client, or CourseError within about ``timeout`` seconds."""
+    from kafka import KafkaAdminClient
+    from kafka.errors import KafkaError
+
+    # A closed port refuses at once: say so without waiting for the client's bootstrap timeout.
+    if not _any_port_open(bootstrap, timeout):
+        raise CourseError(unreachable_advice(bootstrap, "connection refused"))
+    try:
+        return KafkaAdminClient(
+            bootstrap_servers=bootstrap,
+            client_id=CLIENT_ID,
+            bootstrap_timeout_ms=int(timeout * 1000),
+            request_timeout_ms=int(max(timeout, 5.0) * 1000),
+        )
+    except KafkaError as error:
+        raise CourseError(unreachable_advice(bootstrap, f"{type(error).__name__}: {error}")) from error
+
+
+def describe_cluster(bootstrap: str, timeout: float = REACH_TIMEOUT_SECONDS) -> dict:
+    """The cluster's id and brokers; CourseError when nothing answers the Kafka protocol."""
+    from kafka.errors import KafkaError
+
+    admin = admin_client(bootstrap, timeout)
+    try:
+        return admin.describe_cluster()
+    except KafkaError as error:
+        raise CourseError(unreachable_advice(bootstrap, f"{type(error).__name__}: {error}")) from error
+    finally:
+        admin.close()
+
+
+def check_reachable(bootstrap: str, timeout: float = REACH_TIMEOUT_SECONDS) -> None:
+    """Raise CourseError (with what to do) unless a Kafka broker answers at ``bootstrap``."""
+    cluster = describe_cluster(bootstrap, timeout)
+    if not cluster.get("brokers"):
+        raise CourseError(unreachable_advice(bootstrap, "the cluster reports no live broker yet"))
+
+
+def answers(bootstrap: str, timeout: float = 3.0) -> bool:
+    """True when a Kafka broker (not just any program) answers at ``bootstrap``."""
+    try:
+        check_reachable(bootstrap, timeout)
+    except CourseError:
+        return False
+    return True
+
+
+def list_topics(bootstrap: str, *, internal: bool = False) -> list[str]:
+    admin = admin_client(bootstrap)
+    try:
+        names = admin.list_topics()
+    finally:
+        admin.close()
+    return sorted(name for name in names if internal or not name.startswith("__"))
+
+
+def ensure_topics(bootstrap: str, topics: Iterable[str], partitions: int = 1) -> None:
+    """Create the topics that do not exist yet (idempotent); wait until each has a leader.
+
+    Existing topics are left as they are, whatever their partition count.
+    """
+    from kafka.errors import TopicAlreadyExistsError
+
+    wanted = list(dict.fromkeys(topics))
+    admin = admin_client(bootstrap)
+    try:
+        missing = [name for name in wanted if name not in set(admin.list_topics())]
+        if missing:
+            # replication_factor -1 = the broker's default: 1 on the course's broker, the
+            # cluster's own choice elsewhere.
+            request = {name: {"num_partitions": partitions, "replication_factor": -1} for name in missing}
+            try:
+                admin.create_topics(request, timeout_ms=30000)
+            except TopicAlreadyExistsError:
+                pass  # someone else (a lesson, the producer) created it at the same moment
+        admin.wait_for_topics(wanted, timeout_ms=30000)
+    finally:
+        admin.close()
+
+
+def delete_topics(bootstrap: str, topics: Iterable[str]) -> None:
+    """Delete the topics that exist (tests clean up their per-run topics with this)."""
+    admin = admin_client(bootstrap)
+    try:
+        existing = set(admin.list_topics())
+        doomed = [name for name in topics if name in existing]
+        if doomed:
+            admin.delete_topics(doomed, timeout_ms=30000)
+    finally:
+        admin.close()
+
+
+def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
+    """{partition: next offset} of ``topic``: how many messages each partition holds (no compaction here)."""
+    consumer = _consumer(bootstrap)
+    try:
+        partitions = _partitions(consumer, topic)
+        return {tp.partition: offset for tp, offset in consumer.end_offsets(partitions).items()}
+    finally:
+        consumer.close()
+
+
+def consume_all(bootstrap: str, topic: str, timeout: float = 60.0) -> list:
+    """Every record of ``topic`` from the beginning up to its current end, by (partition, offset).
+
+    Stops when each partition's position reaches the end offset measured at the start,
+    so the result is exact, not "whatever arrived within a few seconds".
+    """
+    consumer = _consumer(bootstrap)
+    try:
+        partitions = _partitions(consumer, topic)
+        ends = consumer.end_offsets(partitions)
+        consumer.assign(partitions)
+        consumer.seek_to_beginning(*partitions)
+        records = []
+        deadline = time.monotonic() + timeout
+        while any(consumer.position(tp) < ends[tp] for tp in partitions):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"could not read {topic} up to its end offsets within {timeout} s")
+            for batch in consumer.poll(timeout_ms=500).values():
+                records.extend(record for record in batch if record.offset < ends[_tp(record)])
+        return sorted(records, key=lambda record: (record.partition, record.offset))
+    finally:
+        consumer.close()
+
+
+def _tp(record):
+    from kafka import TopicPartition
+
+    return TopicPartition(record.topic, record.partition)
+
+
+def _consumer(bootstrap: str):
+    from kafka import KafkaConsumer
+    from kafka.errors import KafkaError
+
+    admin_client(bootstrap).close()  # fail fast, with advice, when no broker is there
+    try:
+        return KafkaConsumer(
+            bootstrap_servers=bootstrap,
+            client_id=CLIENT_ID,
+            group_id=None,  # no consumer group: we assign partitions ourselves and commit nothing
+            enable_auto_commit=False,
+            bootstrap_timeout_ms=int(REACH_TIMEOUT_SECONDS * 1000),
+        )
+    except KafkaError as error:
+        raise CourseError(unreachable_advice(bootstrap, f"{type(error).__name__}: {error}")) from error
+
+
+def _partitions(consumer, topic: str) -> list:
+    from kafka import TopicPartition
+
+    numbers = consumer.partitions_for_topic(topic)
+    if not numbers:
+        raise CourseError(f"Kafka topic '{topic}' does not exist at {consumer.config['bootstrap_servers']}.")
+    return [TopicPartition(topic, number) for number in sorted(numbers)]
+
+
+@contextmanager
+def kafka_for_lesson(*, quiet: bool = False) -> Iterator[str]:
+    """Yield the bootstrap servers of a broker that answers; start the course's own if needed.
+
+    1. KAFKA_BOOTSTRAP_SERVERS set: use that cluster (CourseError if it does not answer).
+    2. A broker already answers on the local port (started by you, the tour, the test run
+       or another lesson): use it and leave it running.
+    3. Otherwise start the course's broker, say so, and stop it again on the way out.
+    """
+    from . import kafka_broker
+
+    show = (lambda text: None) if quiet else (lambda text: print(text, flush=True))
+    configured = os.environ.get(config.KAFKA_BOOTSTRAP_ENV, "").strip()
+    if configured:
+        check_reachable(configured)
+        show(f"Using the Kafka cluster in KAFKA_BOOTSTRAP_SERVERS: {configured}")
+        yield configured
+        return
+    broker = kafka_broker.LocalBroker()
+    if answers(broker.bootstrap):
+        show(f"Using the Kafka broker already running at {broker.bootstrap}.")
+        yield broker.bootstrap
+        return
+    show(
+        f"No Kafka broker at {broker.bootstrap}: starting the course's own for this run "
+        "('python local_kafka.py start' keeps one running between lessons) ..."
+    )
+    process = kafka_broker.start(broker, say=show)
+    try:
+        yield broker.bootstrap
+    finally:
+        if process is not None:
+            show("Stopping the Kafka broker this run started ...")
+            kafka_broker.stop(broker, process=process)
+
+
+# (text in a Spark/Kafka error, advice). Spark's messages are long; these are the parts
+# that identify the three Kafka failures learners actually meet.
+KNOWN_FAILURES = (
+    (
+        ("failOnDataLoss", "data may have been lost", "data may have been missed"),
+        "The topic no longer holds the offsets this query's checkpoint expects: it was deleted "
+        "or recreated (for example by 'python local_kafka.py reset') after the query last ran. "
+        "Spark stops rather than silently skip data. Run the lesson again with --reset to delete "
+        "its checkpoints and read the topic from its current beginning.",
+    ),
+    (
+        ("UnknownTopicOrPartition", "not present in metadata"),
+        "A topic the query reads or writes does not exist. The lessons create their topics "
+        "before starting; if you deleted one while the lesson ran, run it again.",
+    ),
+    (
+        ("Timed out waiting for a node assignment", "Timeout of 60000ms expired", "disconnected"),
+        "Spark lost its connection to the Kafka broker. Check that it still runs "
+        "('python local_kafka.py status') and run the lesson again.",
+    ),
+)
+
+
+def explain_failure(error: BaseException) -> str | None:
+    """Advice for a Kafka failure we recognise in a query's error, or None."""
+    text = str(error)
+    for needles, advice in KNOWN_FAILURES:
+        if any(needle in text for needle in needles):
+            first_line = text.strip().splitlines()[0][:300] if text.strip() else type(error).__name__
+            return f"{advice} (Spark said: {first_line})"
+    return None
+
+
+@contextmanager
+def explain_failures() -> Iterator[None]:
+    """Turn a recognised Kafka failure inside the block into a CourseError with advice."""
+    try:
+        yield
+    except CourseError:
+        raise
+    except Exception as error:  # Spark raises StreamingQueryException/Py4JJavaError: no narrower type
+        advice = explain_failure(error)
+        if advice is None:
+            raise
+        raise CourseError(advice) from error
