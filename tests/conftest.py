@@ -56,3 +56,26 @@ def run_script(script: Path | str, *args: str, home: Path, timeout: float = 180,
         text=True,
         timeout=timeout,
     )
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap():
+    """A real Kafka broker for the whole test run: KAFKA_BOOTSTRAP_SERVERS's, one already
+    running locally, or the course's own (started here once, stopped at the end).
+
+    KAFKA_BOOTSTRAP_SERVERS is set for the session, so lessons run as subprocesses use the
+    same broker instead of starting their own.
+    """
+    from common.config import KAFKA_BOOTSTRAP_ENV
+    from common.kafka import kafka_for_lesson
+
+    previous = os.environ.get(KAFKA_BOOTSTRAP_ENV)
+    with kafka_for_lesson(quiet=True) as bootstrap:
+        os.environ[KAFKA_BOOTSTRAP_ENV] = bootstrap
+        try:
+            yield bootstrap
+        finally:
+            if previous is None:
+                os.environ.pop(KAFKA_BOOTSTRAP_ENV, None)
+            else:
+                os.environ[KAFKA_BOOTSTRAP_ENV] = previous
