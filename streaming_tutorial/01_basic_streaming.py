@@ -12,7 +12,8 @@ Run
   python streaming_tutorial/01_basic_streaming.py --duration 60   # watch it longer
   No simulator needed: the rate source makes its own rows.
 
-What you'll see (timestamps differ)
+What you'll see
+  (your timestamps differ)
   isStreaming: True
   Calling .show() on a stream fails with:
     Queries with streaming sources must be executed with writeStream.start()

@@ -30,12 +30,12 @@ class Check:
 
 
 def java_executable() -> str | None:
-    """The java Spark will use: $JAVA_HOME/bin/java first, then the PATH."""
+    """The java Spark will use: $JAVA_HOME/bin/java when JAVA_HOME is set, else the PATH's."""
     java_home = os.environ.get("JAVA_HOME")
     if java_home:
+        # Spark launches $JAVA_HOME/bin/java and never falls back to the PATH.
         candidate = Path(java_home) / "bin" / "java"
-        if candidate.exists():
-            return str(candidate)
+        return str(candidate) if candidate.exists() else None
     return shutil.which("java")
 
 
@@ -67,6 +67,15 @@ def check_python() -> Check:
 
 def check_java() -> Check:
     java = java_executable()
+    java_home = os.environ.get("JAVA_HOME")
+    if java is None and java_home:
+        return Check(
+            "Java",
+            False,
+            f"JAVA_HOME is set to {java_home}, but there is no bin/java in it, and Spark starts "
+            "Java from JAVA_HOME. Point JAVA_HOME at a JDK 17+ folder (the one that contains "
+            "bin/java), or unset it to use the java on your PATH.",
+        )
     if java is None:
         return Check(
             "Java",
