@@ -18,19 +18,24 @@ Run
   Another port: --port 9998 for both commands (or SOCKET_PORT=9998 in the environment).
 
 What you'll see
-  The demo server sends one sentence a second.
+  The demo server sends one sentence a second; how many land in each micro-batch
+  depends on your machine's speed. Complete mode reprints the whole table each time:
   Started the socket simulator for this run: python data_generators/socket_server.py --demo
   -------------------------------------------
-  Batch: 3
+  Batch: 1
   -------------------------------------------
   +---------+-----+
   |word     |count|
   +---------+-----+
   |streaming|4    |
-  |spark    |2    |
+  |spark    |3    |
+  |counts   |2    |
+  |real     |2    |
+  |the      |2    |
+  |time     |2    |
   |awesome  |1    |
-  |data     |1    |
   ...
+  Stopped after 15 s of counting: 6 lines in 2 micro-batches. ...
 """
 
 from __future__ import annotations

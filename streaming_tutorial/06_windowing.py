@@ -13,7 +13,7 @@ What you'll learn
     mode (this lesson) or append mode with a watermark (lesson 07).
 
 Run
-  python streaming_tutorial/06_windowing.py                    # scenario, then 20 s live
+  python streaming_tutorial/06_windowing.py                    # scenario, then 15 s live
   python streaming_tutorial/06_windowing.py --available-now    # live part: files already there
   The live part reads data/sensor_readings and starts the sensor simulator for the run
   when it is not running. To run the simulator yourself:
@@ -21,8 +21,8 @@ Run
     python streaming_tutorial/06_windowing.py --no-simulator       # terminal 2
 
 What you'll see
-  The scenario is the same on every machine; the live part differs.
-  Batch 1 brings: r7 SENSOR-0 10:30:21 | r8 SENSOR-1 10:30:03 | r9 SENSOR-1 10:30:08
+  The scenario is the same on every machine; the live part differs. Tumbling windows:
+  Batch 1 (brought r7 r8 r9):
   +-------------------+-------------------+--------+--------+---------------+
   |window_start       |window_end         |readings|avg_temp|reading_ids    |
   +-------------------+-------------------+--------+--------+---------------+
@@ -31,6 +31,14 @@ What you'll see
   +-------------------+-------------------+--------+--------+---------------+
   Session windows in update mode fail with:
     [STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION] Invalid streaming output mode: update. ...
+  Batch 1 (brought r7 r8 r9):
+  +-------------------+-------------------+---------+--------+--------+------------+
+  |session_start      |session_end        |sensor_id|readings|avg_temp|reading_ids |
+  +-------------------+-------------------+---------+--------+--------+------------+
+  |2025-01-15 10:30:02|2025-01-15 10:30:15|SENSOR-0 |3       |21.0    |[1, 3, 4]   |
+  |2025-01-15 10:30:03|2025-01-15 10:30:17|SENSOR-1 |4       |19.63   |[2, 5, 8, 9]|
+  |2025-01-15 10:30:19|2025-01-15 10:30:26|SENSOR-0 |2       |22.75   |[6, 7]      |
+  +-------------------+-------------------+---------+--------+--------+------------+
   ...
 """
 
@@ -57,7 +65,7 @@ TUMBLING_SIZE = "10 seconds"  # one window per 10 s of event time
 SLIDING_SIZE, SLIDING_STEP = "20 seconds", "10 seconds"  # 20 s windows, a new one every 10 s
 SESSION_GAP = "5 seconds"  # a session ends after 5 s without a reading from its sensor
 LIVE_TRIGGER = "5 seconds"  # one live micro-batch every 5 s
-DEFAULT_DURATION = 20  # seconds of the live part; the scenario takes a few seconds more
+DEFAULT_DURATION = 15  # seconds of the live part; the scenario takes a few seconds more
 
 
 # The scenario: nine readings from two sensors, arriving in two micro-batches, as

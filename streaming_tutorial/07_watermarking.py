@@ -12,25 +12,32 @@ What you'll learn
 
 Run
   python streaming_tutorial/07_watermarking.py                 # scenario, then 15 s live
-  python streaming_tutorial/07_watermarking.py --duration 90   # watch the live windows close
+  python streaming_tutorial/07_watermarking.py --duration 90   # long enough to drop late rows
   No simulator needed: the scenario is built in, the live part uses the rate source with
   synthetic delays. The picture goes to output/07_watermarking/late_events.png.
 
 What you'll see
   The scenario is the same on every machine; the live part differs.
-  batch  events in (id@second)  windows emitted (ids)   dropped   watermark after
-  -----  ---------------------  ----------------------  --------  ---------------
-  0      r1@03 r2@07 r3@12      -                       -         10:30:02
-  1      r4@01 r5@24            -                       -         10:30:14
-  2      r6@08 r7@31            [00-10) r1 r2 r4 r6     -         10:30:21
-  3      r8@09 r9@13            [10-20) r3 r9           r8        10:30:21
-  4      r10@19 r11@26 r12@55   -                       r10       10:30:45
-  5      (no new data)          [20-30) r5 r11          -         10:30:45
-                                [30-40) r7
+  batch  events in (id@second)  windows emitted [from,to) ids  dropped  watermark after
+  -----  ---------------------  -----------------------------  -------  ---------------
+  0      r1@03 r2@07 r3@12      -                              -        10:30:02
+  1      r4@01 r5@24            -                              -        10:30:14
+  2      r6@08 r7@31            [00,10) r1 r2 r4 r6            -        10:30:21
+  3      r8@09 r9@13            [10,20) r3 r9                  r8       10:30:21
+  4      r10@19 r11@26 r12@55   -                              r10      10:30:45
+  5      (no new data)          [20,30) r5 r11                 -        10:30:45
+                                [30,40) r7
+  Spark's own count (numRowsDroppedByWatermark): 2 rows dropped; readings missing ...
   ...
   batch  state rows without watermark  state rows with watermark
+  -----  ----------------------------  -------------------------
   0      1                             1
+  1      2                             2
+  2      3                             3
+  3      4                             3
+  4      5                             3
   5      6                             3
+  6      -                             2
 """
 
 from __future__ import annotations
@@ -89,13 +96,14 @@ def main(argv: list[str] | None = None) -> None:
             or before it: batch 2 closes [10:30:00, 10:30:10) because 10:30:14 >= 10:30:10.
             r4@01 and r6@08 were far behind the latest event, yet their window was still
             open, so they count. r8@09 arrives after its window was closed: dropped.
-            r9@13 is older than the watermark in force (10:30:14) but its window
-            [10:30:10, 10:30:20) is still open, so it counts: Spark drops an event only when
-            its window's end is at or below the watermark that closed windows before it.
+            r9@13 is older than the watermark in force (10:30:14), yet its window
+            [10:30:10, 10:30:20) was still open, so it counts: Spark drops an event only when
+            its window's end is at or below the watermark of an earlier batch, that is,
+            when its window was already closed.
             r12's window [10:30:50, 10:31:00) stays open: append mode waits for more data.""")
-        check = sum(r.spark_dropped for r in reports), sum(len(r.dropped) for r in reports)
-        print(f"Spark's own count (numRowsDroppedByWatermark): {check[0]} rows dropped; "
-              f"readings missing from every window: {check[1]}.")
+        counted, missing = sum(r.spark_dropped for r in reports), sum(len(r.dropped) for r in reports)
+        print(f"Spark's own count (numRowsDroppedByWatermark): {counted} rows dropped; "
+              f"readings missing from every window: {missing}.")
 
         banner("2. The picture")
         picture = plot_scenario(reports, paths.output_for(LESSON, PLOT_FILE))
@@ -113,8 +121,8 @@ def main(argv: list[str] | None = None) -> None:
         banner(f"4. Live: rate source, delays up to {LIVE_MAX_DELAY_SECONDS} s, watermark {LIVE_LATENESS}, "
                f"windows of {LIVE_WINDOW}")
         say(f"""Update mode, so you see windows as they fill: in append mode a window would
-            print only once the watermark passes its end, {LIVE_LATENESS} after its last
-            second. max_delay is the longest delay of a reading in the window.""")
+            print only once the latest event time is {LIVE_LATENESS} past its end. max_delay
+            is the longest delay of a reading in the window.""")
         run_live(spark, args)
 
 
