@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def paragraphs(text: str) -> str:
     """Wrap prose lines; keep indented lines (log excerpts) as they are."""
-    return "\n".join(line if line.startswith(" ") else textwrap.fill(line, width=78) for line in text.splitlines())
+    return "\n".join(line if line.startswith(" ") else textwrap.fill(line, width=78, break_long_words=False, break_on_hyphens=False) for line in text.splitlines())
 
 
 def build_parser() -> argparse.ArgumentParser:

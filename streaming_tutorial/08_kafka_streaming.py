@@ -24,7 +24,8 @@ Run
   then: python streaming_tutorial/08_kafka_streaming.py --no-simulator --duration 60
   Another Kafka: KAFKA_BOOTSTRAP_SERVERS=host:9092 python streaming_tutorial/08_kafka_streaming.py
 
-What you'll see (with --reset; counts depend on how far the producer got)
+What you'll see
+  (with --reset; counts depend on how far the producer got before Spark started)
   Started the kafka_producer simulator for this run: python data_generators/kafka_producer.py --count 300 ...
   ========================================================================
   1. startingOffsets: latest skips what is already there
@@ -318,7 +319,7 @@ def count_available(spark, bootstrap: str, topic: str, starting_offsets: str, ch
         .trigger(availableNow=True)
         .start()
     )
-    query.awaitTermination()
+    query.awaitTermination(AVAILABLE_NOW_TIMEOUT)
     if query.exception() is not None:
         raise query.exception()
     return sum(progress["numInputRows"] for progress in query.recentProgress)

@@ -395,6 +395,28 @@ def test_local_kafka_start_explains_a_port_held_by_another_program(course_home):
     assert "LOCAL_KAFKA_PORT=" in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.smoke
+def test_local_kafka_start_explains_a_failed_download(course_home, tmp_path):
+    # An empty Ivy cache (another user.home) and a proxy that refuses: the jars cannot come.
+    java_options = (f"-Duser.home={tmp_path / 'empty-home'} -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=1 "
+                    "-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=1")
+    result = run_script("local_kafka.py", "start", "--port", str(free_port()), "--controller-port", str(free_port()),
+                        home=course_home, timeout=300, env={"JAVA_TOOL_OPTIONS": java_options})
+    assert result.returncode == 1
+    message = " ".join(result.stderr.split())
+    assert "Could not download the Kafka 4.4.0 broker jars" in message and "Maven Central" in message
+    assert "KAFKA_BOOTSTRAP_SERVERS" in message and "Traceback" not in message
+    assert not (course_home / ".runtime" / "kafka" / "lib").exists()  # no half-filled folder is left
+
+
+@pytest.mark.smoke
+def test_local_kafka_start_without_java_says_how_to_install_it(course_home):
+    result = run_script("local_kafka.py", "start", "--port", str(free_port()), home=course_home, timeout=60,
+                        env={"PATH": "/nonexistent", "JAVA_HOME": ""})
+    assert result.returncode == 1
+    assert "Java was not found" in result.stderr and "Traceback" not in result.stderr
+
+
 # --- lesson 08 as a learner runs it -----------------------------------------------------------------
 
 

@@ -393,7 +393,7 @@ def download_advice(ivy_log: Path) -> str:
     except OSError:
         lines = []
     clues = [line.strip() for line in lines if any(word in line for word in ("UNRESOLVED", "FAILED", "not found", "Exception", "unknown"))]
-    clue = f" Ivy said: {' | '.join(clues[-3:])[:400]}" if clues else ""
+    clue = f" Ivy said: {clues[0][:250]}" if clues else ""
     return (
         f"Could not download the Kafka {KAFKA_VERSION} broker jars. The first start of the course's "
         "own Kafka broker fetches them from Maven Central (about a minute, 43 MB); later starts use "
