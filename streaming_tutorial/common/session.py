@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Sequence
 
 from .environment import require_java
 from .errors import CourseError
@@ -50,11 +51,13 @@ def get_spark(
     jdbc: bool = False,
     ui: bool = True,
     extra_conf: dict[str, str] | None = None,
+    extra_packages: Sequence[str] = (),
 ):
     """Create (or return the running) SparkSession with the course's defaults.
 
     Only the first call in a process decides which packages are loaded; the tests
-    therefore create one session with every connector.
+    therefore create one session with every connector. ``extra_packages`` adds Maven
+    coordinates (e.g. a JDBC driver) to the connectors asked for by name.
     """
     require_java()
     prepare_process_environment()
@@ -87,12 +90,16 @@ def get_spark(
         packages.append(kafka_package())
     if jdbc:
         packages.append(SQLITE_JDBC_PACKAGE)
+    packages.extend(extra_packages)
     if delta:
         from delta import configure_spark_with_delta_pip
 
         builder = builder.config(
             "spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension"
         ).config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+        # Delta rebuilds a table's snapshot from its log in 50 tasks by default: on a
+        # 2-core laptop that made every streaming commit several times slower.
+        builder = builder.config("spark.databricks.delta.snapshotPartitions", str(cores))
         builder = configure_spark_with_delta_pip(builder, extra_packages=packages)
     elif packages:
         builder = builder.config("spark.jars.packages", ",".join(packages))
