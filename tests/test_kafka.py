@@ -411,8 +411,8 @@ def test_local_kafka_start_explains_a_failed_download(course_home, tmp_path):
 
 @pytest.mark.smoke
 def test_local_kafka_start_without_java_says_how_to_install_it(course_home):
-    result = run_script("local_kafka.py", "start", "--port", str(free_port()), home=course_home, timeout=60,
-                        env={"PATH": "/nonexistent", "JAVA_HOME": ""})
+    result = run_script("local_kafka.py", "start", "--port", str(free_port()), "--controller-port", str(free_port()),
+                        home=course_home, timeout=60, env={"PATH": "/nonexistent", "JAVA_HOME": ""})
     assert result.returncode == 1
     assert "Java was not found" in result.stderr and "Traceback" not in result.stderr
 
