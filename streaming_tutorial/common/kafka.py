@@ -178,6 +178,19 @@ def delete_topics(bootstrap: str, topics: Iterable[str]) -> None:
         admin.close()
 
 
+def recreate_topics(bootstrap: str, topics: Iterable[str], partitions: int = 1, timeout: float = 60.0) -> None:
+    """Delete the topics and create them empty again (a lesson's --reset)."""
+    wanted = list(dict.fromkeys(topics))
+    delete_topics(bootstrap, wanted)
+    # Deletion finishes in the background; creating a topic that is still being deleted fails.
+    deadline = time.monotonic() + timeout
+    while set(wanted) & set(list_topics(bootstrap)):
+        if time.monotonic() > deadline:
+            raise CourseError(f"Kafka did not finish deleting {', '.join(wanted)} within {timeout:.0f} s; try again.")
+        time.sleep(0.2)
+    ensure_topics(bootstrap, wanted, partitions=partitions)
+
+
 def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
     """{partition: next offset} of ``topic``: how many messages each partition holds (no compaction here)."""
     consumer = _consumer(bootstrap)
