@@ -8,7 +8,7 @@
 How it works
   - Jars: Apache Ivy (it ships inside pyspark, as Spark's own dependency resolver)
     fetches ``org.apache.kafka:kafka_2.13`` and its dependencies from Maven Central
-    into ``.runtime/kafka/lib/``: 46 jars, 43 MB, about a minute the first time.
+    into ``.runtime/kafka/lib/``: 45 jars, 43 MB, about a minute the first time.
     Ivy keeps a copy in ~/.ivy2/cache, so a second course folder (or a test run's
     temporary one) gets them in a second. No Kafka download or install by hand.
   - Storage: ``kafka.tools.StorageTool format`` writes the KRaft metadata once
