@@ -1,0 +1,371 @@
+"""Lessons 09-11: stream joins, foreachBatch into Delta + a real JDBC database, Delta Lake.
+
+Every test runs real queries on finite, hand-written input (one file per micro-batch,
+availableNow) and checks the exact rows that land in real Delta tables, a real SQLite
+database (through the JVM's JDBC driver) and a real Kafka broker.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from datetime import datetime
+
+import pytest
+from delta.tables import DeltaTable
+from pyspark.sql import Row
+
+from common.files import json_lines, write_atomically
+from common.microbatch import collect_batches, stream_batches, write_batches
+from common.schemas import ECOMMERCE_EVENT_SCHEMA
+from conftest import load_lesson, run_script
+
+delta_lesson = load_lesson("11_delta_lake")
+
+
+def shop_event(number: int, user: str, kind: str, product: str, category: str, price: float, quantity: int,
+               time_of_day: str) -> dict:
+    return {
+        "event_id": f"EVT-{number:06d}",
+        "user_id": user,
+        "event_type": kind,
+        "product_id": product,
+        "product_name": f"name of {product}",
+        "category": category,
+        "price": price,
+        "quantity": quantity,
+        "timestamp": f"2025-01-15T{time_of_day}.000Z",
+    }
+
+
+def at(time_of_day: str) -> datetime:
+    return datetime.fromisoformat(f"2025-01-15T{time_of_day}")
+
+
+# Three micro-batches of shop events: purchases in two categories, views, a repeat user.
+SHOP_BATCHES = [
+    [
+        shop_event(1, "USER-1", "view", "P001", "Electronics", 100.0, 1, "10:30:00"),
+        shop_event(2, "USER-1", "purchase", "P001", "Electronics", 100.0, 1, "10:30:05"),
+    ],
+    [
+        shop_event(3, "USER-2", "purchase", "P007", "Home", 20.0, 2, "10:31:00"),
+        shop_event(4, "USER-3", "purchase", "P002", "Electronics", 50.0, 3, "10:31:10"),
+        shop_event(5, "USER-1", "cart", "P008", "Home", 35.0, 1, "10:31:20"),
+    ],
+    [shop_event(6, "USER-2", "purchase", "P008", "Home", 5.5, 1, "10:32:00")],
+]
+
+
+def write_one_more_file(folder, name: str, records: list[dict]) -> None:
+    """A file the file source sees after the ones write_batches wrote (newer mtime)."""
+    path = write_atomically(folder, name, json_lines(records))
+    now = time.time()
+    os.utime(path, (now, now))
+
+
+# ---------------------------------------------------------------- lesson 11: Delta Lake
+
+
+def test_complete_mode_delta_sink_holds_exactly_the_current_totals(spark, tmp_path):
+    write_batches(tmp_path / "in", SHOP_BATCHES)
+    sales = delta_lesson.build_sales_by_category(stream_batches(spark, tmp_path / "in", ECOMMERCE_EVENT_SCHEMA))
+    table = tmp_path / "sales"
+
+    delta_lesson.finish(delta_lesson.start_sales_to_delta(sales, table, tmp_path / "chk"))
+
+    def totals(reader):
+        return sorted(reader.load(str(table)).collect())
+
+    assert totals(spark.read.format("delta")) == [
+        Row(category="Electronics", purchases=2, units=4, revenue=250.0),
+        Row(category="Home", purchases=2, units=3, revenue=45.5),
+    ]
+    history = DeltaTable.forPath(spark, str(table)).history().orderBy("version").collect()
+    assert [(h.version, h.operation, h.operationParameters["outputMode"]) for h in history] == [
+        (0, "STREAMING UPDATE", "Complete"),
+        (1, "STREAMING UPDATE", "Complete"),
+        (2, "STREAMING UPDATE", "Complete"),
+    ]
+    # Each version held the complete result of its moment, replaced by the next.
+    assert totals(spark.read.format("delta").option("versionAsOf", 0)) == [
+        Row(category="Electronics", purchases=1, units=1, revenue=100.0)
+    ]
+    assert totals(spark.read.format("delta").option("versionAsOf", 1)) == [
+        Row(category="Electronics", purchases=2, units=4, revenue=250.0),
+        Row(category="Home", purchases=1, units=2, revenue=40.0),
+    ]
+
+
+def test_a_parquet_sink_refuses_complete_mode(spark, tmp_path):
+    write_batches(tmp_path / "in", SHOP_BATCHES[:1])
+    sales = delta_lesson.build_sales_by_category(stream_batches(spark, tmp_path / "in", ECOMMERCE_EVENT_SCHEMA))
+
+    message = delta_lesson.explain_parquet_complete_failure(sales, tmp_path / "chk")
+
+    assert "complete" in message and "parquet" in message
+    assert not (tmp_path / "chk" / "never_written").exists()
+
+
+def test_append_sink_is_exactly_once_across_restarts_and_time_travel_reads_each_version(spark, tmp_path):
+    folder, table, checkpoint = tmp_path / "in", tmp_path / "events", tmp_path / "chk"
+    write_batches(folder, SHOP_BATCHES[:2])
+    delta_lesson.create_events_table(spark, table)
+
+    def run_once():
+        events = stream_batches(spark, folder, ECOMMERCE_EVENT_SCHEMA)
+        delta_lesson.finish(delta_lesson.start_events_to_delta(events, table, checkpoint, available_now=True))
+        return delta_lesson.count_rows(spark, table)
+
+    assert run_once() == (5, 5)
+    assert run_once() == (5, 5)  # a restart on the same checkpoint: nothing read twice
+    write_one_more_file(folder, "later.json", SHOP_BATCHES[2])
+    assert run_once() == (6, 6)  # only the new file
+
+    history = DeltaTable.forPath(spark, str(table)).history().orderBy("version").collect()
+    assert [(h.version, h.operation, h.operationParameters.get("epochId")) for h in history] == [
+        (0, "CREATE TABLE", None),
+        (1, "STREAMING UPDATE", "0"),
+        (2, "STREAMING UPDATE", "1"),
+        (3, "STREAMING UPDATE", "2"),
+    ]
+
+    def ids(version):
+        rows = spark.read.format("delta").option("versionAsOf", version).load(str(table)).collect()
+        return sorted(row.event_id for row in rows)
+
+    assert ids(0) == []
+    assert ids(1) == ["EVT-000001", "EVT-000002"]
+    assert ids(2) == ["EVT-000001", "EVT-000002", "EVT-000003", "EVT-000004", "EVT-000005"]
+    assert delta_lesson.table_version(spark, table) == 3
+
+
+def test_delta_source_feeds_a_merge_that_upserts_the_latest_event_per_user(spark, tmp_path):
+    events_table, users, checkpoint = tmp_path / "events", tmp_path / "users", tmp_path / "chk"
+    delta_lesson.create_events_table(spark, events_table)
+
+    def append_events(records):
+        spark.createDataFrame(
+            [
+                {**record, "timestamp": datetime.fromisoformat(record["timestamp"].replace("Z", ""))}
+                for record in records
+            ],
+            ECOMMERCE_EVENT_SCHEMA,
+        ).write.format("delta").mode("append").save(str(events_table))
+
+    def run_merge_query():
+        stream = delta_lesson.read_delta_stream(spark, events_table)
+        delta_lesson.finish(delta_lesson.start_user_merge(stream, users, checkpoint))
+        return sorted(spark.read.format("delta").load(str(users)).collect())
+
+    append_events(SHOP_BATCHES[0] + SHOP_BATCHES[1])
+    assert run_merge_query() == [
+        Row(user_id="USER-1", last_event_id="EVT-000005", last_event_type="cart",
+            last_product_id="P008", last_seen=at("10:31:20")),
+        Row(user_id="USER-2", last_event_id="EVT-000003", last_event_type="purchase",
+            last_product_id="P007", last_seen=at("10:31:00")),
+        Row(user_id="USER-3", last_event_id="EVT-000004", last_event_type="purchase",
+            last_product_id="P002", last_seen=at("10:31:10")),
+    ]
+
+    # New commits: USER-2 moves on, USER-4 is new, and a late event of USER-1 (older than
+    # what the table holds) must not move USER-1 back in time.
+    append_events(SHOP_BATCHES[2] + [
+        shop_event(7, "USER-4", "view", "P003", "Electronics", 249.99, 1, "10:32:30"),
+        shop_event(8, "USER-1", "view", "P004", "Sports", 89.99, 1, "10:29:00"),
+    ])
+    expected = [
+        Row(user_id="USER-1", last_event_id="EVT-000005", last_event_type="cart",
+            last_product_id="P008", last_seen=at("10:31:20")),
+        Row(user_id="USER-2", last_event_id="EVT-000006", last_event_type="purchase",
+            last_product_id="P008", last_seen=at("10:32:00")),
+        Row(user_id="USER-3", last_event_id="EVT-000004", last_event_type="purchase",
+            last_product_id="P002", last_seen=at("10:31:10")),
+        Row(user_id="USER-4", last_event_id="EVT-000007", last_event_type="view",
+            last_product_id="P003", last_seen=at("10:32:30")),
+    ]
+    assert run_merge_query() == expected
+    # The Delta source read only the new commit: the second run processed 3 rows.
+    assert DeltaTable.forPath(spark, str(users)).history(1).collect()[0].operation == "MERGE"
+
+    # Replaying a batch (what foreachBatch does after a crash) changes nothing.
+    delta_lesson.merge_latest_per_user(spark, users, spark.read.format("delta").load(str(events_table)))
+    assert sorted(spark.read.format("delta").load(str(users)).collect()) == expected
+
+
+def test_latest_per_user_keeps_one_row_per_user(spark):
+    batch = spark.createDataFrame(
+        [
+            {**e, "timestamp": datetime.fromisoformat(e["timestamp"].replace("Z", ""))}
+            for e in SHOP_BATCHES[0] + SHOP_BATCHES[1]
+        ],
+        ECOMMERCE_EVENT_SCHEMA,
+    )
+
+    latest = sorted(delta_lesson.build_latest_per_user(batch).collect())
+
+    assert [(row.user_id, row.last_event_id) for row in latest] == [
+        ("USER-1", "EVT-000005"), ("USER-2", "EVT-000003"), ("USER-3", "EVT-000004")
+    ]
+
+
+@pytest.mark.smoke
+def test_lesson_11_runs_by_itself(course_home):
+    result = run_script("streaming_tutorial/11_delta_lake.py", home=course_home, timeout=600)
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = result.stdout
+    assert "Started the ecommerce simulator" in out
+    assert "restart 2 on the same checkpoint: 0 new rows" in out
+    assert "Invalid streaming output mode: complete" in out
+    assert "|category" in out and "STREAMING UPDATE" in out and "CREATE TABLE" in out
+    assert "version 0: 0 rows" in out
+    assert re.search(r"^[1-9]\d* users in .*user_last_event$", out, re.MULTILINE)
+
+
+# ---------------------------------------------------------------- lesson 10: foreachBatch
+
+foreach_lesson = load_lesson("10_foreach_batch")
+
+# One batch with every case: an alert (1299.99), a purchase just under the threshold
+# (2 x 249.99 = 499.98), two categories, a view, and a line that is not JSON.
+FIRST_BATCH = [
+    shop_event(1, "USER-1", "view", "P001", "Electronics", 1299.99, 1, "10:30:00"),
+    shop_event(2, "USER-1", "purchase", "P001", "Electronics", 1299.99, 1, "10:30:05"),
+    shop_event(3, "USER-2", "purchase", "P003", "Electronics", 249.99, 2, "10:30:10"),
+    shop_event(4, "USER-3", "purchase", "P007", "Home", 79.99, 1, "10:30:20"),
+]
+SECOND_BATCH = [
+    shop_event(5, "USER-4", "purchase", "P009", "Home", 159.0, 4, "10:31:00"),
+    shop_event(6, "USER-2", "cart", "P004", "Sports", 89.99, 1, "10:31:05"),
+]
+BROKEN_LINE = '{"event_id": "EVT-000099", "user_id": '
+
+
+def destinations_in(folder, **overrides):
+    folder.mkdir(parents=True, exist_ok=True)
+    return foreach_lesson.Destinations(
+        delta_table=folder / "events",
+        jdbc=foreach_lesson.Jdbc(f"jdbc:sqlite:{folder / 'shop.db'}"),
+        alerts_dir=folder / "alerts",
+        quarantine_dir=folder / "quarantine",
+        **overrides,
+    )
+
+
+def read_batch_file(spark, path, records, extra_lines=()):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json_lines(records) + "".join(line + "\n" for line in extra_lines))
+    return spark.read.schema(foreach_lesson.RAW_SCHEMA).option(
+        "columnNameOfCorruptRecord", foreach_lesson.CORRUPT_COLUMN
+    ).json(str(path))
+
+
+def category_sales(spark, where):
+    return foreach_lesson.query_database(
+        spark, where.jdbc, "SELECT category, purchases, units, ROUND(revenue, 2), last_batch FROM category_sales "
+                           "ORDER BY category")
+
+
+def alert_lines(folder):
+    return [line for path in sorted(folder.glob("*.json")) for line in path.read_text().splitlines()]
+
+
+def test_the_same_batch_twice_adds_nothing_the_second_time(spark, tmp_path):
+    where = destinations_in(tmp_path / "out", app_id="test-app")
+    foreach_lesson.prepare_database(spark, where.jdbc)
+    writer = foreach_lesson.BatchWriter(where)
+    batch = read_batch_file(spark, tmp_path / "in" / "b0.json", FIRST_BATCH, [BROKEN_LINE])
+
+    first = writer.write_batch(batch, 0)
+    second = writer.write_batch(batch, 0)  # what Spark does after a crash before the commit
+
+    assert (first.events, first.delta_version, first.database_applied, first.alerts, first.quarantined) == \
+        (4, 0, True, 1, 1)
+    assert (second.events, second.delta_version, second.database_applied, second.alerts, second.quarantined) == \
+        (4, None, False, 1, 1)
+    delta_rows = spark.read.format("delta").load(str(where.delta_table))
+    assert sorted(row.event_id for row in delta_rows.collect()) == \
+        ["EVT-000001", "EVT-000002", "EVT-000003", "EVT-000004"]
+    assert category_sales(spark, where) == [("Electronics", 2, 3, 1799.97, 0), ("Home", 1, 1, 79.99, 0)]
+    assert foreach_lesson.query_database(spark, where.jdbc, "SELECT app_id, batch_id, events FROM applied_batches") \
+        == [("test-app", 0, 4)]
+    assert [json.loads(line) for line in alert_lines(where.alerts_dir)] == [
+        {"event_id": "EVT-000002", "user_id": "USER-1", "product_id": "P001", "product_name": "name of P001",
+         "quantity": 1, "amount": 1299.99, "timestamp": "2025-01-15T10:30:05.000Z", "rule": "purchase >= 500"}
+    ]
+    assert alert_lines(where.quarantine_dir) == [json.dumps({"line": BROKEN_LINE}, separators=(",", ":"))]
+
+    # The next batch adds to the totals (and a purchase of 4 x 159.0 = 636.0 is an alert).
+    third = writer.write_batch(read_batch_file(spark, tmp_path / "in" / "b1.json", SECOND_BATCH), 1)
+    assert (third.delta_version, third.database_applied, third.alerts) == (1, True, 1)
+    assert category_sales(spark, where) == [("Electronics", 2, 3, 1799.97, 0), ("Home", 2, 5, 715.99, 1)]
+    assert len(alert_lines(where.alerts_dir)) == 2
+
+
+def test_a_real_replay_after_a_lost_commit_changes_nothing(spark, tmp_path, capsys):
+    folder, checkpoint = tmp_path / "in", tmp_path / "chk"
+    write_batches(folder, [FIRST_BATCH, SECOND_BATCH])
+    where = destinations_in(tmp_path / "out")  # app_id None: the query's own id
+    foreach_lesson.prepare_database(spark, where.jdbc)
+    writer = foreach_lesson.BatchWriter(where)
+
+    def run():
+        # The lesson's reader, one file per micro-batch.
+        events = stream_batches(spark, folder, foreach_lesson.RAW_SCHEMA)
+        query = foreach_lesson.start_query(events, writer, checkpoint, available_now=True)
+        foreach_lesson.finish(query)
+        return query
+
+    first_query = run()
+    assert [(r.batch_id, r.delta_version, r.database_applied) for r in writer.reports] == [(0, 0, True), (1, 1, True)]
+    before = foreach_lesson.summarize(spark, where)
+
+    assert foreach_lesson.forget_last_commit(checkpoint) == 1
+    writer.replaying = 1
+    second_query = run()
+
+    assert second_query.id == first_query.id  # the id lives in the checkpoint: the same txnAppId
+    replay = writer.reports[-1]
+    assert (replay.batch_id, replay.replayed, replay.delta_version, replay.database_applied) == (1, True, None, False)
+    assert len(writer.reports) == 3  # batch 1 ran again, nothing else
+    assert foreach_lesson.summarize(spark, where) == before == {"delta_rows": 6, "purchases": 4, "alerts": 2}
+    assert category_sales(spark, where) == [("Electronics", 2, 3, 1799.97, 0), ("Home", 2, 5, 715.99, 1)]
+    assert "batch 1 (again): 2 events -> Delta skipped (txnVersion 1 already committed)" in capsys.readouterr().out
+
+
+def test_alert_rule_and_category_sales_on_a_batch(spark, tmp_path):
+    batch = read_batch_file(spark, tmp_path / "b.json", FIRST_BATCH + SECOND_BATCH)
+    events = foreach_lesson.build_valid_events(batch)
+
+    assert sorted(foreach_lesson.build_category_sales(events).collect()) == [
+        Row(category="Electronics", purchases=2, units=3, revenue=1799.97),
+        Row(category="Home", purchases=2, units=5, revenue=715.99),
+    ]
+    assert [row.event_id for row in foreach_lesson.build_alerts(events, 499.98).orderBy("event_id").collect()] == \
+        ["EVT-000002", "EVT-000003", "EVT-000005"]
+
+
+def test_an_unknown_jdbc_url_is_a_clear_error():
+    from common.errors import CourseError
+
+    with pytest.raises(CourseError, match="SQLite and PostgreSQL"):
+        foreach_lesson.driver_for("jdbc:mysql://localhost/shop")
+
+
+@pytest.mark.smoke
+def test_lesson_10_runs_by_itself(course_home):
+    result = run_script("streaming_tutorial/10_foreach_batch.py", home=course_home, timeout=600)
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = result.stdout
+    assert "Started the ecommerce simulator" in out
+    assert re.search(r"^batch 0: \d+ events -> Delta v0 \| \d+ purchases -> database", out, re.MULTILINE)
+    assert "|category" in out and "applied_batches:" in out
+    assert re.search(r"^batch \d+ \(again\): \d+ events -> Delta skipped \(txnVersion \d+ already committed\) "
+                     r"\| database skipped", out, re.MULTILINE)
+    match = re.search(r"Delta rows: (\d+) -> (\d+); database purchases: (\d+) -> (\d+); alert lines: (\d+) -> (\d+)",
+                      out)
+    assert match.group(1) == match.group(2) and match.group(3) == match.group(4) and match.group(5) == match.group(6)
