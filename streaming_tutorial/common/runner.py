@@ -17,8 +17,11 @@ paragraph of advice instead of a stack trace.
 
 from __future__ import annotations
 
+import logging
+import signal
 import sys
 import textwrap
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -75,6 +78,12 @@ def lesson_session(lesson: str, args, **spark_options) -> Iterator:
     if getattr(args, "reset", False):
         reset_lesson(lesson, args)
     spark = get_spark(lesson, master=getattr(args, "master", None), **spark_options)
+    if threading.current_thread() is threading.main_thread():
+        # pyspark's Ctrl-C handler cancels every running Spark job first, killing a
+        # micro-batch half-way (with foreachBatch, Spark then prints a thousand-line
+        # StackOverflowError). The plain handler only raises KeyboardInterrupt, and
+        # await_queries lets the running batch finish before it stops the queries.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield spark
     finally:
@@ -124,8 +133,18 @@ def stop_between_batches(query, wait: float = STOP_WAIT_SECONDS) -> None:
         query.stop()
 
 
+class _HidePy4JInterruptTraceback(logging.Filter):
+    """py4j logs a traceback on the root logger whenever Ctrl-C interrupts a call into
+    the JVM (it then closes that connection correctly). For a learner pressing Ctrl-C
+    that traceback is noise, so this one record is dropped."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("KeyboardInterrupt while sending command")
+
+
 def run_lesson(main: Callable[[list[str] | None], int | None], argv: list[str] | None = None) -> None:
     """Run a lesson's main(): exit 0 when it ends, 130 on Ctrl-C, 1 with advice on a known failure."""
+    logging.getLogger().addFilter(_HidePy4JInterruptTraceback())
     try:
         code = main(argv) or 0
     except KeyboardInterrupt:
