@@ -33,7 +33,12 @@ STAMP = VENV_DIR / ".requirements.sha256"
 LESSONS_DIR = ROOT / "streaming_tutorial"
 
 sys.path.insert(0, str(LESSONS_DIR))
-from common.environment import check_java, check_python  # noqa: E402  (standard library only)
+# These helpers use the standard library only, so they work before .venv exists.
+from common import config  # noqa: E402
+from common.environment import check_java, check_python  # noqa: E402
+from common.simulators import port_open  # noqa: E402
+
+FIRST_KAFKA_LESSON = "08"
 
 
 def fail(message: str) -> None:
@@ -69,6 +74,13 @@ def ensure_environment() -> Path:
     return python
 
 
+def needs_local_broker() -> bool:
+    """True unless KAFKA_BOOTSTRAP_SERVERS names a cluster or a broker already listens locally."""
+    return not os.environ.get(config.KAFKA_BOOTSTRAP_ENV) and not port_open(
+        config.LOCAL_KAFKA_HOST, config.LOCAL_KAFKA_PORT
+    )
+
+
 def lesson_scripts() -> list[Path]:
     return sorted(path for path in LESSONS_DIR.glob("[0-9][0-9]_*.py"))
 
@@ -80,7 +92,15 @@ def run_tour(python: Path, first: str, last: str) -> int:
         if first <= script.name[:2] <= last:
             steps.append((script.stem, [str(python), str(script), "--reset"]))
     summary = []
+    broker_started_here = False
     for name, command in steps:
+        if name[:2] >= FIRST_KAFKA_LESSON and not broker_started_here and needs_local_broker():
+            # One broker for all Kafka lessons instead of each starting and stopping its own.
+            print(f"\nStarting the course's Kafka broker for lessons {FIRST_KAFKA_LESSON}+ (python local_kafka.py start) ...", flush=True)
+            if subprocess.run([str(python), str(ROOT / "local_kafka.py"), "start"], cwd=ROOT).returncode != 0:
+                summary.append(("local_kafka.py start", 1, 0.0))
+                break
+            broker_started_here = True
         print(f"\n{'#' * 78}\n# {name}: {' '.join(Path(part).name if os.sep in part else part for part in command[1:])}\n{'#' * 78}", flush=True)
         started = time.monotonic()
         try:
@@ -91,6 +111,8 @@ def run_tour(python: Path, first: str, last: str) -> int:
         summary.append((name, code, time.monotonic() - started))
         if code != 0:
             break
+    if broker_started_here:
+        subprocess.run([str(python), str(ROOT / "local_kafka.py"), "stop"], cwd=ROOT)
     print(f"\n{'#' * 78}\n# Tour summary\n{'#' * 78}")
     for name, code, seconds in summary:
         print(f"  {'ok  ' if code == 0 else 'FAIL'} {name:<28} {seconds:6.1f} s")
