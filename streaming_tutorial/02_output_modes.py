@@ -65,7 +65,7 @@ from pyspark.sql.types import DoubleType, StringType, StructField, StructType, T
 
 from common import cli, paths
 from common.microbatch import Run, collect_batches, stream_batches, write_batches
-from common.runner import await_queries, banner, checkpoint_root, lesson_session, run_lesson, say
+from common.runner import await_queries, banner, checkpoint_root, foreach_batch, lesson_session, run_lesson, say
 
 LESSON = "02_output_modes"
 DEFAULT_DURATION = 15  # seconds of the live part
@@ -311,7 +311,7 @@ class BatchPrinter:
 def start_printing(stream: DataFrame, mode: str, printer: BatchPrinter):
     return (
         stream.writeStream.outputMode(mode)
-        .foreachBatch(printer.for_mode(mode))
+        .foreachBatch(foreach_batch(printer.for_mode(mode)))  # foreach_batch: a quiet stop
         .trigger(processingTime=f"{TRIGGER_SECONDS} seconds")
         .queryName(f"live_{mode}")
         .start()

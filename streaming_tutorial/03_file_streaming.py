@@ -65,6 +65,7 @@ from common.runner import (
     await_queries,
     banner,
     checkpoint_root,
+    foreach_batch,
     lesson_session,
     run_lesson,
     say,
@@ -220,7 +221,8 @@ class FileRun:
 def start_file_stream(transactions: DataFrame, run: FileRun, checkpoint: Path, *, available_now: bool):
     """Start the query; the checkpoint is where it records every file it has read."""
     writer = (
-        transactions.writeStream.foreachBatch(run.handle_batch)
+        # foreach_batch (common.runner) lets a stop that lands mid-batch end quietly.
+        transactions.writeStream.foreachBatch(foreach_batch(run.handle_batch))
         .option("checkpointLocation", str(checkpoint))
         .queryName("transactions_from_files")
     )
