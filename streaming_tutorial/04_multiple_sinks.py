@@ -10,19 +10,21 @@ What you'll learn
   - Read the sink's folder back with a batch query: only committed files are seen.
 
 Run
-  python streaming_tutorial/04_multiple_sinks.py                  # starts the simulator for the run
-  python streaming_tutorial/04_multiple_sinks.py --available-now  # only the files already there
-  Or start the simulator yourself in a second terminal first; the lesson then reads what
-  it writes and stops when it stops (or after --duration seconds):
+  python streaming_tutorial/04_multiple_sinks.py                  # the files in data/ecommerce_events
+  python streaming_tutorial/04_multiple_sinks.py --reset          # forget the checkpoints, read them again
+  Files already there and no simulator running: it reads them and stops. No files: it
+  starts the simulator for the run. To watch files arrive, start the simulator first in a
+  second terminal; the lesson reads what it writes and stops when it stops (or after
+  --duration seconds):
     python data_generators/generate_ecommerce_events.py --count 10 --interval 3
     python streaming_tutorial/04_multiple_sinks.py
 
 What you'll see
-  (on the sample data of initial_setup.py, plus 4 files from the simulator; dates differ)
+  (first run on the sample data of initial_setup.py; the "after N s" tables vary)
   Complete mode on a file sink fails at start():
-    [STREAMING_OUTPUT_MODE.UNSUPPORTED_DATASOURCE] Invalid streaming output mode: complete. ...
+    [STREAMING_OUTPUT_MODE.UNSUPPORTED_DATASOURCE] Invalid streaming output mode: complete. This output mode is no...
+  ...
   Running: shop_events_console, shop_events, shop_events_parquet (each with its own checkpoint)
-  Started the ecommerce simulator for this run: python data_generators/generate_ecommerce_events.py --count 4 --interval 3
   -------------------------------------------
   Batch: 0
   -------------------------------------------
@@ -32,21 +34,26 @@ What you'll see
   |EVT-000001|view      |Coffee Maker    |79.99  |1       |2025-01-15 10:30:00|
   |EVT-000002|view      |Wireless Earbuds|149.99 |1       |2025-01-15 10:30:01|
   ...
-  spark.sql on the memory table at the end:
+  spark.sql on the memory table after 15 s:
       SELECT event_type, COUNT(*) AS events, ROUND(SUM(price * quantity), 2) AS value
       FROM shop_events GROUP BY event_type ORDER BY event_type
     event_type   events       value
-    cart             34    20706.37
-    purchase         20    12574.64
-    view            126    25890.48
+    cart             16    10198.64
+    purchase         11     8953.77
+    view             53     8223.55
+  ...
+  spark.sql on the memory table at the end:
+  ...
+    cart             18    13098.60
+    purchase         12     9253.75
+    view             70    12800.42
   ...
   +----------+------+
   |date      |events|
   +----------+------+
   |2025-01-15|100   |
-  |2026-11-22|80    |
   +----------+------+
-  Partition folders in output/04_multiple_sinks/events: date=2025-01-15/ (5 files), date=2026-11-22/ (4 files)
+  Partition folders in output/04_multiple_sinks/events: date=2025-01-15/ (5 files)
 """
 
 from __future__ import annotations
@@ -69,7 +76,7 @@ DEFAULT_DURATION = 60
 MAX_FILES_PER_TRIGGER = 1  # one file per micro-batch
 TRIGGER_INTERVAL = "2 seconds"
 MEMORY_TABLE = "shop_events"  # the memory sink's table name (its queryName)
-SQL_EVERY_SECONDS = 4  # how often the lesson queries the memory table while the stream runs
+SQL_EVERY_SECONDS = 3  # how often the lesson queries the memory table while the stream runs
 POLL_SECONDS = 0.5
 SIMULATOR_ARGS = ["--count", "4", "--interval", "3"]
 FUNNEL_SQL = f"""
@@ -89,26 +96,29 @@ def main(argv: list[str] | None = None) -> None:
         banner("1. File sinks are append-only")
         explain_complete_to_files(events, paths.output_for(LESSON, "complete_demo"))
 
-        trigger = {"availableNow": True} if args.available_now else {"processingTime": TRIGGER_INTERVAL}
+        # Watch the folder when files are (about to be) arriving; otherwise read what is
+        # there and stop. (Starting the simulator only for an empty folder also keeps the
+        # sample data that later lessons read as initial_setup.py wrote it.)
+        watch = not args.available_now and (simulators.is_running("ecommerce") or not any(folder.glob("*.json")))
+        trigger = {"processingTime": TRIGGER_INTERVAL} if watch else {"availableNow": True}
         banner("2. One stream, three queries: console, memory and Parquet")
         queries = start_sinks(
             events, checkpoints=checkpoint_root(LESSON, args), parquet_dir=parquet_dir, memory_table=MEMORY_TABLE,
             trigger=trigger,
         )
         print(f"Running: {', '.join(query.name for query in queries)} (each with its own checkpoint)")
-        if args.available_now:
-            watch_memory_table(spark, queries, args.duration, input_done=lambda: True)
-        else:
+        if watch:
             external = simulators.is_running("ecommerce")
             with simulators.simulator_for_lesson(
                 "ecommerce", "generate_ecommerce_events.py", SIMULATOR_ARGS, enabled=not args.no_simulator
             ) as simulator:
-                watch_memory_table(
-                    spark, queries, args.duration, input_done=simulator_done(simulator, external)
-                )
-        say("""The memory table lives in the driver and starts empty on every run (its
-            checkpoint only remembers which files were read); the Parquet folder keeps
-            every run's rows.""")
+                watch_memory_table(spark, queries, args.duration, input_done=simulator_done(simulator, external))
+        else:
+            watch_memory_table(spark, queries, args.duration, input_done=lambda: True)
+        say("""The memory table lives in the driver and starts empty on every run: its
+            checkpoint only remembers which files were read, so it holds this run's new
+            events (none if every file was read before: --reset reads them again). The
+            Parquet folder keeps every run's rows.""")
 
         banner("3. The Parquet sink's folder, read back as a batch DataFrame")
         show_parquet_output(spark, parquet_dir)
