@@ -327,3 +327,27 @@ def test_lesson_04_runs_by_itself_starting_its_simulator(course_home):
     parquet = course_home / "output" / "04_multiple_sinks" / "events"
     assert list(parquet.glob("date=*")) and (parquet / "_spark_metadata").is_dir()
     assert "Partition folders in" in out
+
+
+# --- common.runner.foreach_batch, which lessons 02 and 03 wrap their handlers in --------
+
+
+def test_foreach_batch_turns_an_interruption_into_one_line_and_passes_other_errors():
+    from common.runner import foreach_batch
+
+    def interrupted(batch, batch_id):
+        raise RuntimeError("An error occurred while calling o139.collectToPython.\n: java.lang.InterruptedException\n"
+                           + "\tat java.base/...\n" * 500)
+
+    def broken(batch, batch_id):
+        raise ValueError("a real bug")
+
+    with pytest.raises(RuntimeError) as caught:
+        foreach_batch(interrupted)(None, 0)
+    assert str(caught.value) == (
+        "py4j.protocol.Py4JJavaError: An error occurred while calling a Spark job: java.lang.InterruptedException"
+    )
+    assert caught.value.__suppress_context__
+    with pytest.raises(ValueError, match="a real bug"):
+        foreach_batch(broken)(None, 0)
+    assert foreach_batch(lambda batch, batch_id: batch_id * 2)(None, 21) == 42
