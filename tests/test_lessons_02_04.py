@@ -196,7 +196,8 @@ def test_parsed_transactions_are_exactly_the_good_lines(spark, transaction_files
 
 
 def quarantine_on_disk(folder: Path) -> list[dict]:
-    return [json.loads(line) for path in sorted(folder.glob("batch_id=*/*.json")) for line in path.read_text().splitlines()]
+    lines = [line for path in sorted(folder.glob("batch_id=*/*.json")) for line in path.read_text().splitlines()]
+    return [json.loads(line) for line in lines]
 
 
 def test_a_run_counts_and_quarantines_and_a_second_run_reads_only_the_new_file(spark, transaction_files, tmp_path):
@@ -322,7 +323,8 @@ def test_lesson_04_runs_by_itself_starting_its_simulator(course_home):
     assert "spark.sql on the memory table at the end:" in out
     # The simulator writes 4 files of 20 events; every one reaches memory and Parquet.
     final = out.split("spark.sql on the memory table at the end:", 1)[1].split("\n\n", 1)[0]
-    counts = [int(line.split()[1]) for line in final.splitlines() if line.strip().split(" ")[0] in ("view", "cart", "purchase")]
+    rows = [line.split() for line in final.splitlines()]
+    counts = [int(row[1]) for row in rows if row and row[0] in ("view", "cart", "purchase")]
     assert sum(counts) == 80
     parquet = course_home / "output" / "04_multiple_sinks" / "events"
     assert list(parquet.glob("date=*")) and (parquet / "_spark_metadata").is_dir()
