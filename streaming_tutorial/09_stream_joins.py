@@ -24,24 +24,57 @@ Run
   With --source files, the ad events come from:
     python data_generators/generate_ad_events.py --count 400 --interval 0.5
 
-What you'll see (live parts: counts and times differ)
+What you'll see
+  (part 2 exactly; parts 1 and 3 with other times and counts)
+  ========================================================================
   1. Stream-static join: shop events + the product catalogue
+  ========================================================================
+  Batch: 0
+  +----------+----------+----------+----------------+-----------+----------+--------+-------------+
   |event_id  |event_type|product_id|product_name    |category   |list_price|quantity|known_product|
-  |EVT-000001|view      |P006      |Tennis Racket   |Sports     |119.5     |1       |true         |
+  +----------+----------+----------+----------------+-----------+----------+--------+-------------+
+  |EVT-000001|view      |P007      |Coffee Maker    |Home       |79.99     |1       |true         |
+  |EVT-000002|view      |P002      |Wireless Earbuds|Electronics|149.99    |1       |true         |
   ...
+  ========================================================================
   2. Stream-stream join, batch by batch: inner vs left outer
+  ========================================================================
+  A left outer stream-stream join without watermarks fails at start():
+    Stream-stream LeftOuter join between two streaming DataFrame/Datasets is not supported
+    without a watermark in the join keys, or a watermark on the nullable side and an
+    appropriate range condition
+  ...
   Batch 0 - watermark 00:00 (none yet) - arrived: IMP-1 10:00, IMP-2 10:01, IMP-3 10:02 | CLK-1 10:03
     inner     : IMP-1+CLK-1
     left outer: IMP-1+CLK-1
-  ...
+  Batch 1 - watermark 10:00 - arrived: IMP-4 10:05 | CLK-3 10:20
+    inner     : nothing
+    left outer: nothing
+  Batch 2 - watermark 10:03 - arrived: IMP-5 10:30
+    inner     : nothing
+    left outer: nothing
   Batch 3 - watermark 10:18 - arrived: CLK-5 10:31
     inner     : IMP-5+CLK-5
     left outer: IMP-2+null, IMP-3+null, IMP-4+null, IMP-5+CLK-5
-  3. Live: impressions LEFT OUTER JOIN clicks, then CTR per ad
-  batch 4 - watermark 2026-11-22T14:02:15Z: 18 matched, 41 impressions without a click
-  |ad_id|impressions|clicks|ctr_percent|
-  |AD-1 |33         |14    |42.4       |
+  Batch 4 - watermark 10:28 - arrived: nothing
   ...
+  ========================================================================
+  3. Live: impressions LEFT OUTER JOIN clicks (kafka), then CTR per ad
+  ========================================================================
+  Started the kafka_producer simulator for this run: python data_generators/kafka_producer.py --kind ads ...
+  batch 0 - watermark 1970-01-01T00:00:00.000Z: 34 matched, 0 impressions without a click
+  batch 1 - watermark 2026-11-22T13:48:40.000Z: 75 matched, 0 impressions without a click
+  batch 2 - watermark 2026-11-22T13:58:31.000Z: 0 matched, 111 impressions without a click
+  CTR per ad over the impressions whose outcome is final (impression_time < 2026-11-22 13:48:31):
+  +-----+-----------+------+-----------+
+  |ad_id|impressions|clicks|ctr_percent|
+  +-----+-----------+------+-----------+
+  |AD-1 |28         |13    |46.4       |
+  |AD-2 |23         |9     |39.1       |
+  |AD-3 |38         |10    |26.3       |
+  |AD-4 |43         |14    |32.6       |
+  |AD-5 |27         |2     |7.4        |
+  +-----+-----------+------+-----------+
 """
 
 from __future__ import annotations
@@ -57,7 +90,7 @@ from pyspark.sql import functions as F
 
 from common import cli, config, paths, simulators
 from common.microbatch import collect_batches, stream_batches, write_batches
-from common.runner import await_queries, banner, checkpoint_root, lesson_session, run_lesson, say
+from common.runner import await_queries, banner, checkpoint_root, foreach_batch, lesson_session, run_lesson, say
 from common.schemas import CLICK_SCHEMA, ECOMMERCE_EVENT_SCHEMA, IMPRESSION_SCHEMA, PRODUCT_SCHEMA
 
 LESSON = "09_stream_joins"
@@ -358,7 +391,7 @@ def run_live_join(spark: SparkSession, impression_lines: DataFrame, click_lines:
     sink = JoinSink(paths.output_for(LESSON, "ad_joins"))
     join_query = (
         build_ad_join(impressions, clicks, "left_outer")
-        .writeStream.foreachBatch(sink)
+        .writeStream.foreachBatch(foreach_batch(sink))
         .option("checkpointLocation", str(checkpoints / "ad_join"))
         .trigger(**trigger(available_now))
         .queryName("ad_join")

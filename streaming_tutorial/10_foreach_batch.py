@@ -22,32 +22,42 @@ Run
     python data_generators/generate_ecommerce_events.py --count 20 --interval 3
     python streaming_tutorial/10_foreach_batch.py --no-simulator --duration 60
   Outputs: output/10_foreach_batch/ (events = Delta table, shop.db = SQLite, alerts/).
+  --reset deletes those; a PostgreSQL database keeps its tables (drop them yourself).
 
-What you'll see (counts differ)
+What you'll see
+  (counts and times differ from run to run)
   ========================================================================
   1. One query, four destinations per micro-batch
   ========================================================================
-  batch 0: 40 events -> Delta v1 | 3 purchases -> database (Electronics, Fashion, Home) | 1 alert | 0 quarantined
-  batch 1: 20 events -> Delta v2 | 2 purchases -> database (Sports) | 0 alerts | 0 quarantined
-  ...
+  Started the ecommerce simulator for this run: python data_generators/generate_ecommerce_events.py ...
+  batch 0: 60 events -> Delta v0 | 8 purchases -> database (Electronics, Fashion, Home, Sports) | 3 alerts | 0 quarantined
+  batch 1: 140 events -> Delta v1 | 14 purchases -> database (Electronics, Fashion, Home, Sports) | 2 alerts | 0 quarantined
+  ========================================================================
   2. What landed where
-  Delta table output/10_foreach_batch/events: 120 rows in 4 versions
-  category_sales (jdbc:sqlite:.../output/10_foreach_batch/shop.db):
-  +-----------+---------+-----+-------+----------+
-  |category   |purchases|units|revenue|last_batch|
-  +-----------+---------+-----+-------+----------+
-  |Electronics|2        |3    |1749.97|0         |
+  ========================================================================
+  Delta table output/10_foreach_batch/events: 200 rows in 2 versions
+  category_sales (jdbc:sqlite:output/10_foreach_batch/shop.db):
+  +-----------+---------+-----+--------+----------+
+  |category   |purchases|units|revenue |last_batch|
+  +-----------+---------+-----+--------+----------+
+  |Electronics|7        |16   |10099.84|1         |
+  |Fashion    |4        |9    |534.91  |1         |
   ...
+  applied_batches: 2 batch ids recorded
+  Alerts: 5 lines in output/10_foreach_batch/alerts
+    {"event_id":"EVT-000009","user_id":"USER-2011","product_id":"P003","product_name":"Smart Watch",...}
+  ========================================================================
   3. A crash before the commit: Spark replays the batch, nothing doubles
-  Deleted .../commits/3: to Spark, batch 3 never finished.
-  batch 3 (again): 20 events -> Delta skipped (txnVersion 3 already committed) | database skipped
-      (batch 3 already applied) | 0 alerts | 0 quarantined
-  Delta rows: 120 -> 120; database purchases: 9 -> 9; alert lines: 4 -> 4
+  ========================================================================
+  Deleted checkpoints/10_foreach_batch/events/commits/1: to Spark, batch 1 never finished.
+  batch 1 (again): 140 events -> Delta skipped (txnVersion 1 already committed) | database skipped (batch 1 already applied) | 2 alerts | 0 quarantined
+  Delta rows: 200 -> 200; database purchases: 22 -> 22; alert lines: 5 -> 5
 """
 
 from __future__ import annotations
 
 import functools
+import time
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,7 +71,15 @@ from pyspark.sql.types import StringType, StructField, StructType
 from common import cli, config, paths, simulators
 from common.errors import CourseError
 from common.files import iso, json_lines, write_atomically
-from common.runner import await_queries, banner, checkpoint_root, lesson_session, run_lesson, say
+from common.runner import (
+    banner,
+    checkpoint_root,
+    foreach_batch,
+    lesson_session,
+    run_lesson,
+    say,
+    stop_between_batches,
+)
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 
 LESSON = "10_foreach_batch"
@@ -69,6 +87,7 @@ DEFAULT_DURATION = 15
 TRIGGER_INTERVAL = "3 seconds"
 ALERT_THRESHOLD = 500.0  # a purchase worth at least this much (price x quantity) raises an alert
 QUERY_TIMEOUT_SECONDS = 120
+FIRST_BATCH_GRACE_SECONDS = 60  # a cold JVM on a slow machine may need this long for its first batch
 # The shop simulator the lesson starts when none is running: a file every 2 s.
 SIMULATOR_ARGS = ["--count", "10", "--interval", "2"]
 CORRUPT_COLUMN = "_corrupt_record"
@@ -125,7 +144,8 @@ class Destinations:
     alerts_dir: Path  # JSON lines, one file per batch (unless alerts go to Kafka)
     quarantine_dir: Path  # lines that were not valid JSON events
     alert_threshold: float = ALERT_THRESHOLD
-    kafka_bootstrap: str | None = None  # set: alerts go to config.TOPIC_ALERTS instead
+    kafka_bootstrap: str | None = None  # set: alerts go to the Kafka topic alerts_topic instead
+    alerts_topic: str = config.TOPIC_ALERTS
     app_id: str | None = None  # None: the streaming query's id (kept in its checkpoint)
 
 
@@ -202,7 +222,7 @@ def main(argv: list[str] | None = None) -> None:
         ):
             query = start_query(read_events(spark, paths.ECOMMERCE_DIR), writer, checkpoint,
                                 available_now=args.available_now)
-            await_queries([query], args.duration)
+            run_for(query, args.duration)
         # The simulator has stopped: pick up the files it wrote after the query stopped.
         finish(start_query(read_events(spark, paths.ECOMMERCE_DIR), writer, checkpoint, available_now=True))
 
@@ -297,7 +317,7 @@ class BatchWriter:
             applied = add_to_database(spark, where.jdbc, app_id, batch_id, event_count, sales)
             alerts = build_alerts(events, where.alert_threshold)
             if where.kafka_bootstrap:
-                alert_count = send_alerts_to_kafka(alerts, where.kafka_bootstrap)
+                alert_count = send_alerts_to_kafka(alerts, where.kafka_bootstrap, where.alerts_topic)
             else:
                 alert_count = write_lines(where.alerts_dir, batch_id, alerts.orderBy("event_id").collect())
             quarantined = write_lines(where.quarantine_dir, batch_id, build_quarantine(batch).collect())
@@ -359,7 +379,7 @@ def add_to_database(spark: SparkSession, jdbc: Jdbc, app_id: str, batch_id: int,
             raise
 
 
-def send_alerts_to_kafka(alerts: DataFrame, bootstrap: str) -> int:
+def send_alerts_to_kafka(alerts: DataFrame, bootstrap: str, topic: str = config.TOPIC_ALERTS) -> int:
     """Alerts as JSON messages keyed by event id (a replay sends them again: consumers dedupe by key)."""
     count = alerts.count()
     if count:
@@ -367,7 +387,7 @@ def send_alerts_to_kafka(alerts: DataFrame, bootstrap: str) -> int:
             alerts.select(F.col("event_id").alias("key"), F.to_json(F.struct("*")).alias("value"))
             .write.format("kafka")
             .option("kafka.bootstrap.servers", bootstrap)
-            .option("topic", config.TOPIC_ALERTS)
+            .option("topic", topic)
             .save()
         )
     return count
@@ -397,8 +417,13 @@ def query_database(spark: SparkSession, jdbc: Jdbc, sql: str) -> list[tuple]:
         columns = result.getMetaData().getColumnCount()
         rows = []
         while result.next():
-            rows.append(tuple(result.getObject(index) for index in range(1, columns + 1)))
+            rows.append(tuple(to_python(result.getObject(index)) for index in range(1, columns + 1)))
         return rows
+
+
+def to_python(value):
+    """JDBC values as Python values: py4j converts numbers and text; a NUMERIC (BigDecimal) becomes a float."""
+    return float(value.doubleValue()) if hasattr(value, "doubleValue") else value
 
 
 def driver_for(url: str) -> str:
@@ -451,7 +476,7 @@ def delta_version(spark: SparkSession, table: Path) -> int:
 
 def start_query(events: DataFrame, writer: BatchWriter, checkpoint: Path, *, available_now: bool):
     query = (
-        events.writeStream.foreachBatch(writer)
+        events.writeStream.foreachBatch(foreach_batch(writer))
         .option("checkpointLocation", str(checkpoint))
         .queryName("shop_events_foreach_batch")
     )
@@ -474,7 +499,8 @@ def forget_last_commit(checkpoint: Path) -> int | None:
 def summarize(spark: SparkSession, where: Destinations) -> dict:
     delta_rows = spark.read.format("delta").load(str(where.delta_table)).count() \
         if DeltaTable.isDeltaTable(spark, str(where.delta_table)) else 0
-    purchases = query_database(spark, where.jdbc, "SELECT COALESCE(SUM(purchases), 0) FROM category_sales")[0][0]
+    purchases = query_database(spark, where.jdbc,
+                               "SELECT CAST(COALESCE(SUM(purchases), 0) AS BIGINT) FROM category_sales")[0][0]
     alert_lines = sum(len(path.read_text().splitlines()) for path in where.alerts_dir.glob("*.json")) \
         if where.alerts_dir.exists() else 0
     return {"delta_rows": delta_rows, "purchases": int(purchases), "alerts": alert_lines}
@@ -483,12 +509,14 @@ def summarize(spark: SparkSession, where: Destinations) -> dict:
 def show_destinations(spark: SparkSession, where: Destinations) -> dict:
     summary = summarize(spark, where)
     versions = delta_version(spark, where.delta_table) + 1
-    print(f"Delta table {paths.display(where.delta_table)}: {summary['delta_rows']} rows in {versions} versions")
+    print(f"Delta table {paths.display(where.delta_table)}: {summary['delta_rows']} rows in {versions} "
+          f"version{'s' if versions != 1 else ''}")
     print(f"category_sales ({where.jdbc.display()}):")
-    rows = query_database(spark, where.jdbc, "SELECT category, purchases, units, ROUND(revenue, 2), last_batch "
+    rows = query_database(spark, where.jdbc, "SELECT category, purchases, units, revenue, last_batch "
                                              "FROM category_sales ORDER BY category")
     if rows:
-        spark.createDataFrame([tuple(row) for row in rows],
+        # Rounded here, not in SQL: PostgreSQL has no ROUND(double precision, digits).
+        spark.createDataFrame([(*row[:3], round(row[3], 2), row[4]) for row in rows],
                               "category string, purchases long, units long, revenue double, last_batch long"
                               ).show(truncate=False)
     applied = query_database(spark, where.jdbc, "SELECT COUNT(*) FROM applied_batches")[0][0]
@@ -500,6 +528,22 @@ def show_destinations(spark: SparkSession, where: Destinations) -> dict:
         for path in sorted(where.alerts_dir.glob("*.json"))[:1]:
             print("  " + path.read_text().splitlines()[0])
     return summary
+
+
+def run_for(query, duration: float) -> None:
+    """Let the query run ``duration`` seconds, or until its first batch committed if that takes longer."""
+    started = time.monotonic()
+    try:
+        while query.isActive:
+            elapsed = time.monotonic() - started
+            first_done = any(progress["numInputRows"] > 0 for progress in query.recentProgress)
+            if elapsed >= duration and (first_done or elapsed >= duration + FIRST_BATCH_GRACE_SECONDS):
+                break
+            query.awaitTermination(1)
+    finally:
+        stop_between_batches(query)
+    if query.exception() is not None:
+        raise query.exception()
 
 
 def finish(query) -> None:

@@ -21,29 +21,43 @@ Run
     python streaming_tutorial/11_delta_lake.py --no-simulator
   The tables are under output/11_delta_lake/ (events, sales_by_category, user_last_event).
 
-What you'll see (counts and times differ)
+What you'll see
+  (counts and times differ from run to run)
   ========================================================================
   1. Events stream into a Delta table (append); batch reads while it writes
   ========================================================================
-    after  3 s: version 1, 40 rows
-    after  6 s: version 2, 60 rows
-    ...
+    after  34 s: batch 0 committed 200 rows; a batch read sees version 1 with 200 rows
+  ...
   2. A restart on the same checkpoint adds nothing twice
-    before the restart: 140 rows (140 distinct event ids)
-    restart 1 on the same checkpoint: 0 new rows -> 140 rows (140 distinct event ids)
+    before the restart: 600 rows (600 distinct event ids)
+    restart 1 on the same checkpoint: 0 new rows -> 600 rows (600 distinct event ids)
+    restart 2 on the same checkpoint: 0 new rows -> 600 rows (600 distinct event ids)
   3. COMPLETE mode: a parquet sink refuses it, a Delta sink takes it
-    parquet sink: [STREAMING_OUTPUT_MODE.UNSUPPORTED_DATASOURCE] Invalid streaming output
-    mode: complete. This output mode is not supported in Data Source parquet.
-    |category   |purchases|units|revenue|
-    |Electronics|3        |5    |2099.95|
+  parquet sink: [STREAMING_OUTPUT_MODE.UNSUPPORTED_DATASOURCE] Invalid streaming output mode:
+  complete. This output mode is not supported in Data Source parquet.
+  +-----------+---------+-----+-------+
+  |category   |purchases|units|revenue|
+  +-----------+---------+-----+-------+
+  |Electronics|15       |30   |14999.7|
+  |Fashion    |17       |35   |1784.65|
+  ...
   4. History and time travel
-    |version|operation       |outputMode|epochId|numOutputRows|
-    |0      |CREATE TABLE    |null      |null   |null         |
-    |1      |STREAMING UPDATE|Append    |0      |40           |
-    version 0: 0 rows; version 1: 40 rows; latest (version 7): 140 rows
+  +-------+----------------+----------+-------+-------------+
+  |version|operation       |outputMode|epochId|numOutputRows|
+  +-------+----------------+----------+-------+-------------+
+  |0      |CREATE TABLE    |NULL      |NULL   |NULL         |
+  |1      |STREAMING UPDATE|Append    |0      |200          |
+  |2      |STREAMING UPDATE|Append    |1      |260          |
+  ...
+    version 0: 0 rows; version 1: 200 rows; latest (version 4): 600 rows
   5. MERGE from foreachBatch: the latest event of every user
-    |user_id  |last_event_id|last_event_type|last_product_id|last_seen          |
-    |USER-2003|EVT-000131   |purchase       |P004           |2026-11-22 13:20:41|
+  +---------+-------------+---------------+---------------+-------------------+
+  |user_id  |last_event_id|last_event_type|last_product_id|last_seen          |
+  +---------+-------------+---------------+---------------+-------------------+
+  |USER-2008|EVT-000600   |cart           |P002           |2026-11-22 14:24:23|
+  |USER-2019|EVT-000599   |view           |P006           |2026-11-22 14:24:19|
+  ...
+  40 users in output/11_delta_lake/user_last_event
 """
 
 from __future__ import annotations
@@ -57,13 +71,22 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from common import cli, paths, simulators
-from common.runner import banner, checkpoint_root, lesson_session, run_lesson, say, stop_between_batches
+from common.runner import (
+    banner,
+    checkpoint_root,
+    foreach_batch,
+    lesson_session,
+    run_lesson,
+    say,
+    stop_between_batches,
+)
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 
 LESSON = "11_delta_lake"
 DEFAULT_DURATION = 15  # seconds of live streaming in part 1; the other parts end by themselves
 TRIGGER_INTERVAL = "3 seconds"  # one Delta commit (one table version) per micro-batch
-SNAPSHOT_EVERY_SECONDS = 3  # how often part 1 reads the table in batch while it is written
+POLL_SECONDS = 1  # how often part 1 checks whether the query committed a new batch
+FIRST_BATCH_GRACE_SECONDS = 60  # part 1 waits this much longer for its first batch on a slow machine
 QUERY_TIMEOUT_SECONDS = 120  # an availableNow query that takes longer has a problem
 # The shop simulator the lesson starts when none is running: a file every 2 s.
 SIMULATOR_ARGS = ["--count", "30", "--interval", "2"]
@@ -237,7 +260,7 @@ def start_user_merge(events: DataFrame, table: Path, checkpoint: Path, *, availa
     """A second query: each micro-batch of events is MERGEd into the per-user table."""
     writer = (
         events.writeStream.foreachBatch(
-            lambda batch, batch_id: merge_latest_per_user(batch.sparkSession, table, batch)
+            foreach_batch(lambda batch, batch_id: merge_latest_per_user(batch.sparkSession, table, batch))
         )
         .option("checkpointLocation", str(checkpoint))
         .queryName("user_last_event_merge")
@@ -247,13 +270,25 @@ def start_user_merge(events: DataFrame, table: Path, checkpoint: Path, *, availa
 
 
 def watch_table_while_streaming(spark: SparkSession, query, table: Path, duration: float) -> None:
-    """Read the table in batch every few seconds while the query appends to it."""
-    started = time.monotonic()
+    """After each micro-batch the query commits, read the table in batch while the query goes on.
+
+    Runs ``duration`` seconds, longer (up to FIRST_BATCH_GRACE_SECONDS more) if the first
+    micro-batch has not committed by then: a cold JVM can take a while for it.
+    """
+    started, last_batch = time.monotonic(), -1
     try:
-        while query.isActive and time.monotonic() - started < duration:
-            query.awaitTermination(min(SNAPSHOT_EVERY_SECONDS, max(0.1, duration - (time.monotonic() - started))))
-            version, rows = table_version(spark, table), spark.read.format("delta").load(str(table)).count()
-            print(f"  after {time.monotonic() - started:4.0f} s: version {version}, {rows} rows")
+        while query.isActive:
+            elapsed = time.monotonic() - started
+            if elapsed >= duration and (last_batch >= 0 or elapsed >= duration + FIRST_BATCH_GRACE_SECONDS):
+                break
+            query.awaitTermination(POLL_SECONDS)
+            progress = query.lastProgress
+            if progress and progress["batchId"] > last_batch and progress["numInputRows"] > 0:
+                last_batch = progress["batchId"]
+                rows = spark.read.format("delta").load(str(table)).count()
+                print(f"  after {time.monotonic() - started:3.0f} s: batch {last_batch} committed "
+                      f"{progress['numInputRows']} rows; a batch read sees version {table_version(spark, table)} "
+                      f"with {rows} rows")
     finally:
         stop_between_batches(query)
     if query.exception() is not None:

@@ -264,9 +264,9 @@ def read_batch_file(spark, path, records, extra_lines=()):
 
 
 def category_sales(spark, where):
-    return foreach_lesson.query_database(
-        spark, where.jdbc, "SELECT category, purchases, units, ROUND(revenue, 2), last_batch FROM category_sales "
-                           "ORDER BY category")
+    rows = foreach_lesson.query_database(
+        spark, where.jdbc, "SELECT category, purchases, units, revenue, last_batch FROM category_sales ORDER BY category")
+    return [(category, purchases, units, round(revenue, 2), batch) for category, purchases, units, revenue, batch in rows]
 
 
 def alert_lines(folder):
@@ -611,3 +611,29 @@ def test_lesson_09_runs_by_itself(course_home, kafka_bootstrap):
     assert "  left outer: IMP-2+null, IMP-3+null, IMP-4+null, IMP-5+CLK-5" in out
     assert re.search(r"^batch \d+ - watermark \S+: \d+ matched, \d+ impressions without a click$", out, re.MULTILINE)
     assert "|ad_id|impressions|clicks|ctr_percent|" in out
+
+
+@pytest.mark.kafka
+@pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning")
+@pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning")
+def test_alerts_can_go_to_a_kafka_topic_keyed_by_event_id(spark, kafka_bootstrap, tmp_path):
+    import uuid
+
+    from common.kafka import consume_all, delete_topics, ensure_topics
+
+    topic = f"test-alerts-{uuid.uuid4().hex[:8]}"
+    ensure_topics(kafka_bootstrap, [topic])
+    where = destinations_in(tmp_path / "out", app_id="kafka-app", kafka_bootstrap=kafka_bootstrap, alerts_topic=topic)
+    foreach_lesson.prepare_database(spark, where.jdbc)
+    try:
+        batch = read_batch_file(spark, tmp_path / "in" / "b.json", FIRST_BATCH + SECOND_BATCH)
+        report = foreach_lesson.BatchWriter(where).write_batch(batch, 0)
+        records = consume_all(kafka_bootstrap, topic)
+    finally:
+        delete_topics(kafka_bootstrap, [topic])
+
+    assert report.alerts == 2
+    assert [(r.key.decode(), json.loads(r.value)["amount"]) for r in sorted(records, key=lambda r: r.key)] == [
+        ("EVT-000002", 1299.99), ("EVT-000005", 636.0)
+    ]
+    assert not (tmp_path / "out" / "alerts").exists()  # alerts went to Kafka, not to files
