@@ -146,6 +146,7 @@ def main(argv: list[str] | None = None) -> None:
         else:
             await_queries([query], args.duration)  # availableNow: ends when the files are read
         report_state(query)
+        report_left_out(spark, folder)
 
 
 def read_events(spark, folder: Path) -> DataFrame:
@@ -320,6 +321,24 @@ def report_state(query) -> None:
     say(f"""After {len(query.recentProgress)} micro-batches the state store keeps {kept} open
         users; {closed} were closed by the timeout and removed. Their state is in the
         checkpoint: run again and each user continues where it stopped (--reset starts over).""")
+
+
+def count_left_out(spark, folder: Path) -> int:
+    """Lines of the folder that have no user or no time: they cannot be kept in any state."""
+    if not any(folder.glob("*.json")):
+        return 0
+    rows = spark.read.schema(ECOMMERCE_EVENT_SCHEMA).json(str(folder))
+    return rows.where(F.col("user_id").isNull() | F.col("timestamp").isNull()).count()
+
+
+def report_left_out(spark, folder: Path) -> None:
+    """Say how many malformed lines build_user_state left out, so none is lost silently."""
+    left_out = count_left_out(spark, folder)
+    if left_out:
+        say(f"""{left_out} line(s) in {paths.display(folder)} have no user_id or timestamp (malformed
+            JSON) and were left out of the state; lesson 03 shows how to quarantine such lines.""")
+    else:
+        print(f"Every line in {paths.display(folder)} had a user and a time: none was left out.")
 
 
 if __name__ == "__main__":

@@ -138,3 +138,13 @@ def test_lesson_runs_alone_starting_its_simulator(course_home):
     assert re.search(r"keeps \d+ open\s+users", out)
     # The simulator writes the same events as the sample data from 10:30:00 on.
     assert "2025-01-15 10:3" in out
+
+
+def test_malformed_lines_left_out_of_state_are_counted(spark, tmp_path):
+    folder = tmp_path / "events"
+    folder.mkdir()
+    good = '{"event_id":"E1","user_id":"U1","event_type":"view","timestamp":"2025-01-15T10:30:00.000Z"}\n'
+    (folder / "events-0001.json").write_text(good + '{"event_id":"E2","user_id":\n' + good.replace("U1", "U2"))
+
+    assert lesson.count_left_out(spark, folder) == 1
+    assert lesson.count_left_out(spark, tmp_path / "empty-folder-that-does-not-exist") == 0
