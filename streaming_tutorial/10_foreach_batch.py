@@ -239,14 +239,22 @@ def main(argv: list[str] | None = None) -> None:
         writer.replaying = replayed
         finish(start_query(read_events(spark, paths.ECOMMERCE_DIR), writer, checkpoint, available_now=True))
         after = summarize(spark, destinations)
+        alerts = (f"alert lines: {before['alerts']} -> {after['alerts']}" if not bootstrap
+                  else f"alerts: sent to '{config.TOPIC_ALERTS}' again")
         print(f"Delta rows: {before['delta_rows']} -> {after['delta_rows']}; database purchases: "
-              f"{before['purchases']} -> {after['purchases']}; alert lines: {before['alerts']} -> {after['alerts']}")
+              f"{before['purchases']} -> {after['purchases']}; {alerts}")
         say("""Spark ran the batch again with the same id and the same input, exactly what it
             does after a crash between the sink's write and the checkpoint's commit. Delta
             saw (txnAppId, txnVersion) in its log and skipped the append; the database saw
-            the batch id in applied_batches and rolled back; the alert file was rewritten
-            with the same lines. Without those guards every replay would add the batch a
-            second time: foreachBatch alone is only at-least-once.""")
+            the batch id in applied_batches and rolled back. Without those guards every
+            replay would add the batch a second time: foreachBatch alone is only
+            at-least-once.""")
+        if bootstrap:
+            say("""Kafka is the exception here: the replay sent the batch's alerts again. They
+                carry the event id as their key, so a consumer (or a compacted topic) can drop
+                the repeats; exactly-once into Kafka would need Kafka transactions.""")
+        else:
+            say("The alert file of the batch (named after its id) was rewritten with the same lines.")
 
 
 def read_events(spark: SparkSession, folder: Path) -> DataFrame:
