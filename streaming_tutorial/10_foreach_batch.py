@@ -539,13 +539,14 @@ def show_destinations(spark: SparkSession, where: Destinations) -> dict:
 
 
 def run_for(query, duration: float) -> None:
-    """Let the query run ``duration`` seconds, or until its first batch committed if that takes longer."""
+    """Let the query run ``duration`` seconds, longer while its first batch is still running then."""
     started = time.monotonic()
     try:
         while query.isActive:
             elapsed = time.monotonic() - started
-            first_done = any(progress["numInputRows"] > 0 for progress in query.recentProgress)
-            if elapsed >= duration and (first_done or elapsed >= duration + FIRST_BATCH_GRACE_SECONDS):
+            first_batch_running = query.status["isTriggerActive"] and not any(
+                progress["numInputRows"] > 0 for progress in query.recentProgress)
+            if elapsed >= duration and (not first_batch_running or elapsed >= duration + FIRST_BATCH_GRACE_SECONDS):
                 break
             query.awaitTermination(1)
     finally:

@@ -114,6 +114,11 @@ def main(argv: list[str] | None = None) -> None:
         # The simulator has stopped: from here on, no new input arrives.
         banner("2. A restart on the same checkpoint adds nothing twice")
         show_exactly_once(spark, events_source(spark), tables["events"], checkpoints / "events")
+        if count_rows(spark, tables["events"])[0] == 0:
+            say(f"""The events table is still empty: no shop events arrived in
+                {paths.display(paths.ECOMMERCE_DIR)}. Start the simulator (see Run above) or run
+                the lesson without --no-simulator, then run it again.""")
+            return
 
         banner("3. COMPLETE mode: a parquet sink refuses it, a Delta sink takes it")
         sales = build_sales_by_category(read_delta_stream(spark, tables["events"]))
@@ -272,14 +277,15 @@ def start_user_merge(events: DataFrame, table: Path, checkpoint: Path, *, availa
 def watch_table_while_streaming(spark: SparkSession, query, table: Path, duration: float) -> None:
     """After each micro-batch the query commits, read the table in batch while the query goes on.
 
-    Runs ``duration`` seconds, longer (up to FIRST_BATCH_GRACE_SECONDS more) if the first
-    micro-batch has not committed by then: a cold JVM can take a while for it.
+    Runs ``duration`` seconds, longer (up to FIRST_BATCH_GRACE_SECONDS more) while the first
+    micro-batch is still running then: a cold JVM can take a while for it.
     """
     started, last_batch = time.monotonic(), -1
     try:
         while query.isActive:
             elapsed = time.monotonic() - started
-            if elapsed >= duration and (last_batch >= 0 or elapsed >= duration + FIRST_BATCH_GRACE_SECONDS):
+            first_batch_running = last_batch < 0 and query.status["isTriggerActive"]
+            if elapsed >= duration and (not first_batch_running or elapsed >= duration + FIRST_BATCH_GRACE_SECONDS):
                 break
             query.awaitTermination(POLL_SECONDS)
             progress = query.lastProgress
