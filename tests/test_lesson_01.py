@@ -41,3 +41,16 @@ def test_lesson_01_runs_by_itself(course_home):
     assert "Batch: 1" in result.stdout
     assert "|timestamp" in result.stdout and "value_squared" in result.stdout
     assert "micro-batches" in result.stdout
+
+
+def test_await_queries_with_a_sub_millisecond_remainder_stops_instead_of_failing(spark):
+    # awaitTermination works in whole milliseconds; 0.0004 s became 0 ms and the JVM
+    # raised "Timeout has to be positive" at the very end of a lesson's duration.
+    from common.runner import await_queries
+
+    query = spark.readStream.format("rate").load().writeStream.format("noop").start()
+
+    await_queries([query], 0.0004)
+
+    assert not query.isActive
+    assert query.exception() is None

@@ -32,6 +32,7 @@ from . import paths
 from .errors import explain
 
 BANNER_WIDTH = 72
+MIN_WAIT_SECONDS = 0.01  # shorter waits round down to 0 ms, which the JVM refuses
 STOP_WAIT_SECONDS = 10  # how long a stop waits for a running micro-batch to finish
 
 
@@ -107,7 +108,8 @@ def await_queries(queries: Sequence, duration: float) -> None:
     try:
         for query in queries:
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            # awaitTermination takes whole milliseconds and refuses 0: "Timeout has to be positive".
+            if remaining < MIN_WAIT_SECONDS:
                 break
             query.awaitTermination(remaining)
     finally:
