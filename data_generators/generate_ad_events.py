@@ -24,14 +24,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "streaming_tutorial"))
 
-import os  # noqa: E402
 import random  # noqa: E402
 import signal  # noqa: E402
 import time  # noqa: E402
 from datetime import datetime, timedelta, timezone  # noqa: E402
 
 from common import cli, config, paths, simulators  # noqa: E402
-from common.files import iso, json_lines, write_atomically  # noqa: E402
+from common.files import iso, json_lines, keep_in_order, write_atomically  # noqa: E402
 
 SIMULATOR_NAME = "ad_events"
 DEFAULT_COUNT = 400  # impressions per run: 20 files of 20 impressions, 20 minutes of event time
@@ -148,15 +147,6 @@ def split_into_files(
     return chunks
 
 
-def keep_in_order(path: Path, previous_mtime_ns: int) -> int:
-    """Give ``path`` a modification time at least 1 ms after the previous file's.
-
-    The file source reads new files in modification-time order (milliseconds); with
-    --interval 0 two files could otherwise tie and be read out of order.
-    """
-    mtime = max(path.stat().st_mtime_ns, previous_mtime_ns + 1_000_000)
-    os.utime(path, ns=(mtime, mtime))
-    return mtime
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,7 +16,6 @@ in the folder.
 from __future__ import annotations
 
 import csv
-import os
 import random
 import re
 import signal
@@ -28,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "streaming_tutorial"))
 
 from common import cli, config, paths  # noqa: E402
-from common.files import iso, json_lines, write_atomically  # noqa: E402
+from common.files import continue_after, iso, json_lines, keep_in_order, write_atomically  # noqa: E402
 from common.simulators import announce_running  # noqa: E402
 
 FILE_PREFIX = "events"
@@ -52,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     # A lesson stops us with SIGTERM: turn it into a normal exit so the PID file goes away.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
 
-    first_file, start = continue_after(folder)
+    first_file, start = continue_after(folder, FILE_PATTERN)
     base_time = args.base_time or now_for(start, args.seed)
     print(f"Writing {args.count} file(s) of {args.events_per_file} shop events to {paths.display(folder)} "
           f"every {args.interval:g} s (Ctrl-C stops).", flush=True)
@@ -140,29 +139,8 @@ def load_products() -> list[dict]:
         return [{**row, "list_price": float(row["list_price"])} for row in csv.DictReader(handle)]
 
 
-def continue_after(folder: Path) -> tuple[int, int]:
-    """(next file number, next event index) after the files already in ``folder``."""
-    numbers, lines = [0], 0
-    if folder.is_dir():
-        for path in folder.iterdir():
-            match = FILE_PATTERN.match(path.name)
-            if match:
-                numbers.append(int(match.group(1)))
-                lines += len(path.read_text(encoding="utf-8").splitlines())
-    return max(numbers) + 1, lines
 
 
-def keep_in_order(path: Path, previous_mtime_ns: int) -> int:
-    """Give ``path`` a modification time at least 1 ms after the previous file's.
-
-    The file source picks up new files in modification-time order (in milliseconds);
-    with --interval 0 two files could tie and be read out of order.
-    """
-    mtime = path.stat().st_mtime_ns
-    if mtime < previous_mtime_ns + 1_000_000:
-        mtime = previous_mtime_ns + 1_000_000
-        os.utime(path, ns=(mtime, mtime))
-    return mtime
 
 
 def now_for(start: int, seed: int) -> datetime:

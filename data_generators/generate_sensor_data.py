@@ -19,7 +19,6 @@ in the folder.
 from __future__ import annotations
 
 import math
-import os
 import random
 import re
 import signal
@@ -31,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "streaming_tutorial"))
 
 from common import cli, config, paths  # noqa: E402
-from common.files import iso, json_lines, write_atomically  # noqa: E402
+from common.files import continue_after, iso, json_lines, keep_in_order, write_atomically  # noqa: E402
 from common.simulators import announce_running  # noqa: E402
 
 FILE_PREFIX = "readings"
@@ -63,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     # A lesson stops us with SIGTERM: turn it into a normal exit so the PID file goes away.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
 
-    first_file, start = continue_after(folder)
+    first_file, start = continue_after(folder, FILE_PATTERN)
     base_time = args.base_time or now_for(start)
     print(f"Writing {args.count} file(s) of {args.readings_per_file} readings from {args.sensors} sensors to "
           f"{paths.display(folder)} every {args.interval:g} s (Ctrl-C stops).", flush=True)
@@ -148,29 +147,8 @@ def count_late(readings: list[dict], base_time: datetime, disorder_seconds: floa
     return late
 
 
-def continue_after(folder: Path) -> tuple[int, int]:
-    """(next file number, next reading index) after the files already in ``folder``."""
-    numbers, lines = [0], 0
-    if folder.is_dir():
-        for path in folder.iterdir():
-            match = FILE_PATTERN.match(path.name)
-            if match:
-                numbers.append(int(match.group(1)))
-                lines += len(path.read_text(encoding="utf-8").splitlines())
-    return max(numbers) + 1, lines
 
 
-def keep_in_order(path: Path, previous_mtime_ns: int) -> int:
-    """Give ``path`` a modification time at least 1 ms after the previous file's.
-
-    The file source picks up new files in modification-time order (in milliseconds);
-    with --interval 0 two files could tie and be read out of order.
-    """
-    mtime = path.stat().st_mtime_ns
-    if mtime < previous_mtime_ns + 1_000_000:
-        mtime = previous_mtime_ns + 1_000_000
-        os.utime(path, ns=(mtime, mtime))
-    return mtime
 
 
 def now_for(start: int) -> datetime:
