@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import socket
 import subprocess
 import sys
+import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -79,3 +82,41 @@ def kafka_bootstrap():
                 os.environ.pop(KAFKA_BOOTSTRAP_ENV, None)
             else:
                 os.environ[KAFKA_BOOTSTRAP_ENV] = previous
+
+
+# --- Kafka topics and ports for tests -------------------------------------------------------------
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextmanager
+def silent_listener():
+    """A port that accepts TCP connections and never answers: a program that is not Kafka."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    try:
+        yield server.getsockname()[1]
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def topic(kafka_bootstrap):
+    """topic("name") -> a Kafka topic name unique to this test; all of them are deleted afterwards."""
+    from common.kafka import delete_topics
+
+    suffix = uuid.uuid4().hex[:8]
+    made = []
+
+    def make(name: str) -> str:
+        made.append(f"test-{name}-{suffix}")
+        return made[-1]
+
+    yield make
+    delete_topics(kafka_bootstrap, made)

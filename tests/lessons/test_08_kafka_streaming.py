@@ -1,0 +1,218 @@
+"""Lesson 08 (Kafka source and sink): its query against a real broker, its functions on hand-made rows,
+and the lesson run as a learner runs it.
+
+The ``kafka_bootstrap`` fixture (conftest.py) provides the test run's own broker; the ``topic`` fixture
+gives every test topics with a fresh suffix and deletes them afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import pytest
+from pyspark.sql import functions as F
+from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType, TimestampType
+
+from common import config
+from common.files import iso
+from common.kafka import consume_all, end_offsets, ensure_topics
+from conftest import load_lesson, run_script
+from data_generators import kafka_producer
+
+BASE = datetime(2025, 1, 15, 10, 30, tzinfo=timezone.utc)
+lesson = load_lesson("08_kafka_streaming")
+# kafka-python 3.0 loads its protocol schemas with importlib.resources calls that Python 3.11 deprecates.
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
+]
+
+
+def kafka_time(milliseconds: int) -> str:
+    """A Kafka timestamp as Spark's to_json writes it (UTC, milliseconds)."""
+    return iso(datetime.fromtimestamp(milliseconds / 1000, tz=timezone.utc))
+
+
+def expected_enriched(delivery) -> tuple[str, dict]:
+    """What lesson 08 must write for one good message, worked out here by hand."""
+    event = json.loads(delivery.message.value)
+    revenue = round(event["price"] * event["quantity"], 2) if event["event_type"] == "purchase" else 0.0
+    value = {
+        **event,
+        "revenue": revenue,
+        "event_date": event["timestamp"][:10],
+        "kafka_timestamp": kafka_time(delivery.timestamp_ms),
+        "source_partition": delivery.partition,
+        "source_offset": delivery.offset,
+    }
+    return event["user_id"], value
+
+
+def run_once(records, bootstrap: str, topic: str, checkpoint) -> None:
+    """Write ``records`` to ``topic`` with the lesson's own Kafka writer, once over all input."""
+    query = lesson.write_to_kafka(records, bootstrap, topic, checkpoint, {"availableNow": True}, f"test_{topic}")
+    assert query.awaitTermination(180), "the query did not finish its input"
+    assert query.exception() is None
+
+
+# --- lesson 08's query, end to end ---------------------------------------------------------------
+
+
+@pytest.mark.kafka
+def test_lesson_writes_every_good_event_enriched_and_quarantines_the_malformed(spark, kafka_bootstrap, topic, tmp_path):
+    source, enriched, quarantined = topic("events"), topic("enriched"), topic("quarantine")
+    ensure_topics(kafka_bootstrap, [source, enriched, quarantined], partitions=2)
+    messages = kafka_producer.build_messages("ecommerce", 24, seed=7, base_time=BASE, topic=source, malformed_every=8)
+    deliveries = kafka_producer.send_messages(kafka_bootstrap, messages)
+
+    raw = lesson.read_topic(spark, kafka_bootstrap, source, starting_offsets="earliest", max_offsets_per_trigger=10)
+    parsed = lesson.parse_events(raw)
+    run_once(lesson.to_kafka_record(lesson.enrich(lesson.valid_events(parsed))), kafka_bootstrap, enriched,
+             tmp_path / "enriched")
+    run_once(lesson.to_quarantine_record(lesson.quarantine(parsed)), kafka_bootstrap, quarantined,
+             tmp_path / "quarantine")
+
+    good = [delivery for delivery in deliveries if not delivery.message.malformed]
+    bad = [delivery for delivery in deliveries if delivery.message.malformed]
+    assert (len(good), len(bad)) == (21, 3)  # messages 8, 16 and 24 are cut in half
+
+    written = [(record.key.decode(), json.loads(record.value)) for record in consume_all(kafka_bootstrap, enriched)]
+    by_id = lambda pair: pair[1]["event_id"]  # noqa: E731
+    assert sorted(written, key=by_id) == sorted(map(expected_enriched, good), key=by_id)
+    assert [list(value) for _, value in written][0] == list(lesson.OUTPUT_FIELDS)
+
+    held = [(record.key.decode(), json.loads(record.value)) for record in consume_all(kafka_bootstrap, quarantined)]
+    expected_bad = [
+        (
+            delivery.message.key,
+            {
+                "source_topic": source,
+                "source_partition": delivery.partition,
+                "source_offset": delivery.offset,
+                "kafka_timestamp": kafka_time(delivery.timestamp_ms),
+                "reason": "not a JSON object",
+                "raw_value": delivery.message.value,
+            },
+        )
+        for delivery in bad
+    ]
+    offsets = lambda pair: (pair[1]["source_partition"], pair[1]["source_offset"])  # noqa: E731
+    assert sorted(held, key=offsets) == sorted(expected_bad, key=offsets)
+
+
+@pytest.mark.kafka
+def test_a_replay_writes_duplicates_that_dedupe_by_event_id_removes(spark, kafka_bootstrap, topic, tmp_path):
+    source, enriched = topic("events"), topic("enriched")
+    ensure_topics(kafka_bootstrap, [source, enriched], partitions=1)
+    kafka_producer.send_messages(
+        kafka_bootstrap, kafka_producer.build_messages("ecommerce", 6, seed=3, base_time=BASE, topic=source)
+    )
+    records = lesson.to_kafka_record(lesson.enrich(lesson.valid_events(lesson.parse_events(
+        lesson.read_topic(spark, kafka_bootstrap, source)))))
+    run_once(records, kafka_bootstrap, enriched, tmp_path / "first")
+    run_once(records, kafka_bootstrap, enriched, tmp_path / "first")  # same checkpoint: nothing new
+    assert sum(end_offsets(kafka_bootstrap, enriched).values()) == 6
+    run_once(records, kafka_bootstrap, enriched, tmp_path / "replay")  # a new checkpoint replays the topic
+
+    ids = [json.loads(record.value)["event_id"] for record in consume_all(kafka_bootstrap, enriched)]
+    assert len(ids) == 12 and len(set(ids)) == 6 and sorted(set(ids)) == sorted(ids[:6])
+
+
+@pytest.mark.kafka
+def test_latest_skips_the_messages_already_in_the_topic_and_earliest_reads_them(spark, kafka_bootstrap, topic,
+                                                                                 tmp_path):
+    source = topic("offsets")
+    ensure_topics(kafka_bootstrap, [source], partitions=2)
+    kafka_producer.send_messages(
+        kafka_bootstrap, kafka_producer.build_messages("ecommerce", 12, base_time=BASE, topic=source)
+    )
+    assert lesson.count_available(spark, kafka_bootstrap, source, "latest", tmp_path / "latest") == 0
+    assert lesson.count_available(spark, kafka_bootstrap, source, "earliest", tmp_path / "earliest") == 12
+
+
+@pytest.mark.kafka
+def test_max_offsets_per_trigger_bounds_every_micro_batch(spark, kafka_bootstrap, topic, tmp_path):
+    source = topic("bounded")
+    ensure_topics(kafka_bootstrap, [source], partitions=1)
+    kafka_producer.send_messages(
+        kafka_bootstrap, kafka_producer.build_messages("ecommerce", 12, base_time=BASE, topic=source)
+    )
+    query = (
+        lesson.read_topic(spark, kafka_bootstrap, source, max_offsets_per_trigger=5)
+        .writeStream.format("noop").option("checkpointLocation", str(tmp_path / "bounded"))
+        .trigger(availableNow=True).start()
+    )
+    assert query.awaitTermination(180)
+    assert [progress["numInputRows"] for progress in query.recentProgress] == [5, 5, 2]
+
+
+# --- lesson 08's functions on hand-made rows (no broker needed) --------------------------------------
+
+KAFKA_ROW = StructType(
+    [
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("timestamp", TimestampType()),
+    ]
+)
+GOOD = {"event_id": "EVT-1", "user_id": "USER-1", "event_type": "purchase", "product_id": "P001",
+        "product_name": "Laptop", "category": "Electronics", "price": 19.99, "quantity": 3,
+        "timestamp": "2025-01-15T23:59:59.000Z"}
+
+
+def kafka_rows(spark, values: list):
+    moment = datetime(2025, 1, 16, tzinfo=timezone.utc)
+    rows = [(b"k", None if value is None else value.encode(), "t", 0, offset, moment)
+            for offset, value in enumerate(values)]
+    return spark.createDataFrame(rows, KAFKA_ROW)
+
+
+def test_every_kind_of_bad_value_gets_its_reason_and_keeps_its_offset(spark):
+    values = [
+        json.dumps(GOOD),
+        json.dumps(GOOD)[:30],  # cut in half
+        None,  # a tombstone or a producer bug
+        "[1, 2, 3]",  # JSON, but not an object
+        json.dumps({**GOOD, "price": "cheap"}),
+        json.dumps({key: value for key, value in GOOD.items() if key != "event_id"}),
+        json.dumps({**GOOD, "timestamp": None}),
+    ]
+    parsed = lesson.parse_events(kafka_rows(spark, values))
+    reasons = {row["source_offset"]: (row["reason"], row["raw_value"]) for row in lesson.quarantine(parsed).collect()}
+    assert reasons == {
+        1: ("not a JSON object", values[1]),
+        2: ("empty value", None),
+        3: ("not a JSON object", values[3]),
+        4: ("a field has the wrong type", values[4]),
+        5: ("missing event_id", values[5]),
+        6: ("missing timestamp", values[6]),
+    }
+    assert [row["event_id"] for row in lesson.valid_events(parsed).collect()] == ["EVT-1"]
+
+
+def test_enrich_adds_revenue_for_purchases_only_and_the_event_date(spark):
+    view = json.dumps({**GOOD, "event_id": "EVT-2", "event_type": "view", "quantity": 1})
+    enriched = lesson.enrich(lesson.valid_events(lesson.parse_events(kafka_rows(spark, [json.dumps(GOOD), view]))))
+    rows = enriched.select("event_id", "revenue", F.col("event_date").cast("string").alias("day")).collect()
+    assert [tuple(row) for row in rows] == [("EVT-1", 59.97, "2025-01-15"), ("EVT-2", 0.0, "2025-01-15")]
+
+
+# --- lesson 08 as a learner runs it -----------------------------------------------------------------
+
+
+@pytest.mark.kafka
+@pytest.mark.smoke
+def test_lesson_08_runs_with_no_arguments(kafka_bootstrap, course_home):
+    result = run_script("streaming_tutorial/08_kafka_streaming.py", home=course_home, timeout=420)
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = result.stdout
+    assert f"Using the Kafka cluster in KAFKA_BOOTSTRAP_SERVERS: {kafka_bootstrap}" in out
+    assert "Started the kafka_producer simulator for this run" in out
+    assert "startingOffsets=latest" in out and "startingOffsets=earliest" in out
+    assert "|event_id  |user_id  |event_type|revenue|partition|offset|" in out
+    assert f"'{config.TOPIC_ENRICHED}':" in out and "distinct event_id" in out
+    assert f"'{config.TOPIC_QUARANTINE}':" in out and "not a JSON object" in out
