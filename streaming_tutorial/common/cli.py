@@ -12,15 +12,18 @@ Lessons::
 Simulators::
 
     --count N  --interval SECONDS  --seed N  --base-time ISO-8601
+    --output-dir DIR     (file simulators) where to write the files
 """
 
 from __future__ import annotations
 
 import argparse
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 
-DEFAULT_DURATION = 20.0
+from . import paths
+from .timestamps import parse_iso
+
 MAX_DEFAULT_DURATION = 60.0
 DEFAULT_SEED = 42
 
@@ -53,16 +56,15 @@ def positive_int(text: str) -> int:
 def iso_time(text: str) -> datetime:
     """Parse an ISO-8601 time; a time without a zone is taken as UTC."""
     try:
-        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        return parse_iso(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(f"not an ISO-8601 time (e.g. 2025-01-15T10:30:00Z): {text}") from error
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
 
 
 def lesson_parser(
     doc: str | None,
     *,
-    duration: float = DEFAULT_DURATION,
+    duration: float = 20.0,
     simulator: bool = True,
     available_now: bool = False,
 ) -> argparse.ArgumentParser:
@@ -107,9 +109,9 @@ def lesson_parser(
 
 
 def simulator_parser(
-    doc: str | None, *, count: int, interval: float, seed: int = DEFAULT_SEED
+    doc: str | None, *, count: int, interval: float, seed: int = DEFAULT_SEED, output_dir: Path | None = None
 ) -> argparse.ArgumentParser:
-    """The parser every simulator starts from."""
+    """The parser every simulator starts from; ``output_dir`` (a file simulator's folder) adds --output-dir."""
     parser = argparse.ArgumentParser(description=_summary(doc))
     parser.add_argument(
         "--count", type=positive_int, default=count, help="how many items to produce (default: %(default)s)"
@@ -129,4 +131,12 @@ def simulator_parser(
         metavar="ISO",
         help="event time of the first item, e.g. 2025-01-15T10:30:00Z (default: now)",
     )
+    if output_dir is not None:
+        parser.add_argument(
+            "--output-dir",
+            type=Path,
+            default=output_dir,
+            metavar="DIR",
+            help=f"where to write the files (default: {paths.display(output_dir)})",
+        )
     return parser

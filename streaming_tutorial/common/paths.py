@@ -41,9 +41,9 @@ def ensure_dirs(*dirs: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
 
 
-def checkpoint_for(lesson: str, query: str = "", base: Path | None = None) -> Path:
+def checkpoint_for(lesson: str, query: str = "") -> Path:
     """The checkpoint folder of one query of one lesson: one folder per query."""
-    root = (base or CHECKPOINT_DIR) / lesson
+    root = CHECKPOINT_DIR / lesson
     return root / query if query else root
 
 
@@ -52,10 +52,11 @@ def output_for(lesson: str, name: str = "") -> Path:
     return root / name if name else root
 
 
-def remove_tree(path: Path) -> None:
-    """Delete a generated folder; refuses anything outside COURSE_HOME."""
+def remove_tree(path: Path, *, allow_outside: bool = False) -> None:
+    """Delete a generated folder; refuses anything outside COURSE_HOME unless the learner chose it
+    (``allow_outside``: a --checkpoint-dir elsewhere)."""
     path = path.resolve()
-    if COURSE_HOME not in path.parents:
+    if COURSE_HOME not in path.parents and not allow_outside:
         raise ValueError(f"refusing to delete {path}: it is outside {COURSE_HOME}")
     shutil.rmtree(path, ignore_errors=True)
 

@@ -1,18 +1,28 @@
-"""How every lesson runs: a session, bounded queries, a clean stop.
+"""How every lesson runs: one session, bounded queries, one stop policy, a clean exit.
 
 A lesson's ``main()`` reads like this::
 
     def main(argv=None):
         args = cli.lesson_parser(__doc__).parse_args(argv)
         with lesson_session(LESSON, args) as spark:
-            query = build_something(source(spark)).writeStream...start()
-            await_queries([query], args.duration)
+            query = start_counts(build_counts(read_events(spark)), checkpoint, pick_trigger(args, "2 seconds"))
+            run_queries([query], args)
 
     if __name__ == "__main__":
         run_lesson(main)
 
-``run_lesson`` turns Ctrl-C into a clean stop and a known failure into one
-paragraph of advice instead of a stack trace.
+The policy, the same in every lesson (``run_queries``):
+
+- ``--available-now``: every query reads what is there and ends by itself; the lesson
+  waits for that (``AVAILABLE_NOW_TIMEOUT`` only guards against a hang).
+- otherwise the queries run until ``--duration`` seconds have passed, or until the
+  lesson's input is done (its simulator finished) and everything it wrote is processed;
+- a first micro-batch still running when the time is up (a cold JVM on a slow laptop)
+  gets ``FIRST_BATCH_GRACE_SECONDS`` more, so a short run still shows a result;
+- queries stop *between* micro-batches, and a query's failure is raised, not hidden.
+
+``run_lesson`` turns Ctrl-C into a clean stop (exit 130) and a failure that
+``errors.explain`` recognises into one paragraph of advice next to Spark's own words.
 """
 
 from __future__ import annotations
@@ -21,56 +31,55 @@ import functools
 import logging
 import signal
 import sys
-import textwrap
 import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from . import paths
+from . import checkpoints, paths
 from .errors import explain
+from .narration import WIDTH, banner, say  # noqa: F401  (lessons import the narration from here too)
 
-BANNER_WIDTH = 72
-MIN_WAIT_SECONDS = 0.01  # shorter waits round down to 0 ms, which the JVM refuses
+POLL_SECONDS = 0.5  # how often the run loop looks at its queries
+EVERY_SECONDS = 3.0  # default pace of a lesson's ``every`` callback (e.g. a SQL look at a memory table)
+FIRST_BATCH_GRACE_SECONDS = 60  # extra time for a first micro-batch on a cold JVM
+AVAILABLE_NOW_TIMEOUT = 600  # an availableNow query still running after this long is stuck
 STOP_WAIT_SECONDS = 10  # how long a stop waits for a running micro-batch to finish
-
-
-def banner(title: str) -> None:
-    """A section heading on stdout, so the learner can find each part of the output."""
-    print(f"\n{'=' * BANNER_WIDTH}\n{title}\n{'=' * BANNER_WIDTH}", flush=True)
-
-
-def say(text: str) -> None:
-    """A paragraph for the learner, wrapped, on stdout."""
-    # Collapse all whitespace first: a triple-quoted paragraph whose first line is not
-    # indented would otherwise keep its continuation lines' indentation inside the text.
-    print(textwrap.fill(" ".join(text.split()), width=BANNER_WIDTH), flush=True)
+MIN_WAIT_SECONDS = 0.01  # awaitTermination takes whole ms and refuses 0 ("Timeout has to be positive")
 
 
 def checkpoint_root(lesson: str, args) -> Path:
     """This lesson's checkpoint folder: --checkpoint-dir, or checkpoints/<lesson>."""
-    return Path(args.checkpoint_dir).resolve() if getattr(args, "checkpoint_dir", None) else paths.checkpoint_for(lesson)
+    chosen = getattr(args, "checkpoint_dir", None)
+    return Path(chosen).resolve() if chosen else paths.checkpoint_for(lesson)
 
 
 def reset_lesson(lesson: str, args) -> None:
     """Delete this lesson's checkpoints and output (the --reset flag)."""
     for folder in (checkpoint_root(lesson, args), paths.output_for(lesson)):
         if folder.exists():
-            if paths.COURSE_HOME in folder.resolve().parents:
-                paths.remove_tree(folder)
-            else:  # a --checkpoint-dir the learner chose outside the project
-                import shutil
-
-                shutil.rmtree(folder, ignore_errors=True)
+            paths.remove_tree(folder, allow_outside=folder == checkpoint_root(lesson, args))
             print(f"--reset: deleted {paths.display(folder)}", flush=True)
+
+
+def pick_trigger(args, interval: str) -> dict:
+    """The trigger the flags ask for, as keyword arguments of ``DataStreamWriter.trigger``.
+
+    ``--available-now``: read everything there is, in as many micro-batches as the
+    source's limits say, then stop. Otherwise one micro-batch every ``interval``.
+    """
+    if getattr(args, "available_now", False):
+        return {"availableNow": True}
+    return {"processingTime": interval}
 
 
 @contextmanager
 def lesson_session(lesson: str, args, **spark_options) -> Iterator:
     """The lesson's SparkSession; on the way out every query and the session stop.
 
-    ``spark_options`` go to :func:`common.session.get_spark` (``kafka=True``,
+    It first says what the lesson's checkpoints hold, so a second run says what it
+    resumes. ``spark_options`` go to :func:`common.session.get_spark` (``kafka=True``,
     ``delta=True``, ``jdbc=True``).
     """
     from .session import get_spark
@@ -79,70 +88,123 @@ def lesson_session(lesson: str, args, **spark_options) -> Iterator:
     sys.stdout.reconfigure(line_buffering=True)
     if getattr(args, "reset", False):
         reset_lesson(lesson, args)
+    print(checkpoints.describe(checkpoint_root(lesson, args)), flush=True)
     spark = get_spark(lesson, master=getattr(args, "master", None), **spark_options)
     if threading.current_thread() is threading.main_thread():
         # pyspark's Ctrl-C handler cancels every running Spark job first, killing a
-        # micro-batch half-way (with foreachBatch, Spark then prints a thousand-line
-        # StackOverflowError). The plain handler only raises KeyboardInterrupt, and
-        # await_queries lets the running batch finish before it stops the queries.
+        # micro-batch half-way. The plain handler only raises KeyboardInterrupt, and
+        # run_queries lets the running batch finish before it stops the queries.
         signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield spark
     finally:
-        stop_all(spark)
+        for query in spark.streams.active:
+            stop_between_batches(query)
         spark.stop()
 
 
-def stop_all(spark) -> None:
-    for query in spark.streams.active:
-        query.stop()
+def run_queries(
+    queries: Sequence,
+    args,
+    *,
+    until: Callable[[], bool] | None = None,
+    every: Callable[[], None] | None = None,
+    every_seconds: float = EVERY_SECONDS,
+) -> None:
+    """Run ``queries`` by the course's one policy (see the module docstring).
 
-
-def await_queries(queries: Sequence, duration: float) -> None:
-    """Let the queries run until they finish by themselves or ``duration`` seconds pass.
-
-    Queries with ``availableNow`` (or a finite source) finish by themselves; the
-    others are stopped when the time is up. A query that failed raises here.
+    ``args`` are the lesson's flags (``duration``, ``available_now``); ``until()`` says
+    when no more input will come (e.g. ``Simulator.done``), after which the queries
+    process what is there and stop; ``every()`` runs every ``every_seconds`` meanwhile.
+    Raises the failure of a query that failed.
     """
-    deadline = time.monotonic() + duration
+    available_now = getattr(args, "available_now", False)
+    started = time.monotonic()
+    deadline = started + (AVAILABLE_NOW_TIMEOUT if available_now else args.duration)
+    last_every, drainer = started, None
     try:
-        for query in queries:
-            remaining = deadline - time.monotonic()
-            # awaitTermination takes whole milliseconds and refuses 0: "Timeout has to be positive".
-            if remaining < MIN_WAIT_SECONDS:
+        while True:
+            active = [query for query in queries if query.isActive]
+            if not active:
                 break
-            query.awaitTermination(remaining)
+            for query in active:  # awaitTermination raises the query's failure, if any
+                query.awaitTermination(max(POLL_SECONDS / len(active), MIN_WAIT_SECONDS))
+            now = time.monotonic()
+            if every is not None and now - last_every >= every_seconds:
+                last_every = now
+                every()
+            if drainer is None and until is not None and not available_now and until():
+                drainer = drain_in_background(active)
+            if drainer is not None and not drainer.is_alive():
+                break
+            if now >= deadline:
+                if available_now:
+                    raise TimeoutError(f"availableNow queries still running after {AVAILABLE_NOW_TIMEOUT} s")
+                if not (first_batch_running(active) and now < deadline + FIRST_BATCH_GRACE_SECONDS):
+                    break
     finally:
         for query in queries:
             stop_between_batches(query)
+    raise_failure(queries)
+
+
+def finish(queries: Sequence, timeout: float = AVAILABLE_NOW_TIMEOUT) -> None:
+    """Wait for availableNow (or finite) queries to end by themselves; raise a failure."""
+    for query in queries:
+        if not query.awaitTermination(timeout):
+            stop_between_batches(query)
+            raise TimeoutError(f"query {query.name} did not finish its input within {timeout} s")
+    raise_failure(queries)
+
+
+def raise_failure(queries: Sequence) -> None:
     for query in queries:
         failure = query.exception()
         if failure is not None:
             raise failure
 
 
+def first_batch_running(queries: Sequence) -> bool:
+    """True while a query is in its first micro-batch that has input (JVM warm-up, planning)."""
+    for query in queries:
+        done_any = any(progress["numInputRows"] > 0 for progress in query.recentProgress)
+        if not done_any and query.status["isTriggerActive"]:
+            return True
+    return False
+
+
+def drain_in_background(queries: Sequence) -> threading.Thread:
+    """Let every query process all the input there is now, in a thread.
+
+    ``processAllAvailable`` blocks without a timeout of its own; in a thread, the run
+    loop keeps its deadline and its ``every`` callback.
+    """
+
+    def process_all() -> None:
+        try:
+            for query in queries:
+                if query.isActive:
+                    query.processAllAvailable()
+        except Exception:  # the failure is raised by raise_failure in the caller
+            return
+
+    drainer = threading.Thread(target=process_all, daemon=True, name="drain-queries")
+    drainer.start()
+    return drainer
+
+
 def stop_between_batches(query, wait: float = STOP_WAIT_SECONDS) -> None:
     """Stop ``query``, letting the micro-batch it is running (if any) finish first.
 
-    Stopping in the middle of a batch cancels its Spark jobs; when the sink is a Python
-    foreachBatch function, Spark then prints a StackOverflowError with a thousand-line
-    stack trace while it inspects the cancelled job's error. Waiting (at most ``wait``
-    seconds) for the batch to commit avoids that and loses nothing.
+    Stopping mid-batch cancels its Spark jobs; with a Python foreachBatch sink Spark then
+    prints a StackOverflowError with a thousand-line trace while it inspects the
+    cancelled job's error. Waiting (at most ``wait`` seconds) for the commit loses nothing.
     """
     deadline = time.monotonic() + wait
     while query.isActive and query.status["isTriggerActive"] and time.monotonic() < deadline:
         time.sleep(0.1)
     if query.isActive:
         query.stop()
-
-
-class _HidePy4JInterruptTraceback(logging.Filter):
-    """py4j logs a traceback on the root logger whenever Ctrl-C interrupts a call into
-    the JVM (it then closes that connection correctly). For a learner pressing Ctrl-C
-    that traceback is noise, so this one record is dropped."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith("KeyboardInterrupt while sending command")
 
 
 # Java exceptions that mean "this thread was interrupted": what a stopped query's jobs raise.
@@ -153,11 +215,10 @@ INTERRUPTIONS = ("java.lang.InterruptedException", "java.io.InterruptedIOExcepti
 def foreach_batch(handler: Callable) -> Callable:
     """Wrap a foreachBatch function so that stopping its query mid-batch ends quietly.
 
-    A stop interrupts the batch's Spark jobs. Spark then recognises the interruption by
-    matching a regular expression against the Python error, which overflows the JVM's
-    stack on the long Java trace it carries: a thousand-line StackOverflowError on
-    stderr. Re-raising the interruption as a one-line error lets Spark recognise it.
-    Every other error passes through unchanged.
+    A stop interrupts the batch's Spark jobs. Spark recognises the interruption by a
+    regular expression over the Python error, which overflows the JVM's stack on the
+    long Java trace it carries. Re-raising it as a one-line error lets Spark recognise
+    it. Every other error passes through unchanged.
     """
 
     @functools.wraps(handler)
@@ -165,14 +226,22 @@ def foreach_batch(handler: Callable) -> Callable:
         try:
             return handler(batch, batch_id)
         except Exception as error:
-            if not any(name in str(error) for name in INTERRUPTIONS):
+            interruption = next((name for name in INTERRUPTIONS if name in str(error)), None)
+            if interruption is None:
                 raise
-            interruption = next(name for name in INTERRUPTIONS if name in str(error))
             raise RuntimeError(
                 f"py4j.protocol.Py4JJavaError: An error occurred while calling a Spark job: {interruption}"
             ) from None
 
     return run
+
+
+class _HidePy4JInterruptTraceback(logging.Filter):
+    """py4j logs a traceback whenever Ctrl-C interrupts a call into the JVM (it then
+    closes that connection correctly); for a learner pressing Ctrl-C that is noise."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("KeyboardInterrupt while sending command")
 
 
 def run_lesson(main: Callable[[list[str] | None], int | None], argv: list[str] | None = None) -> None:
@@ -187,6 +256,6 @@ def run_lesson(main: Callable[[list[str] | None], int | None], argv: list[str] |
         advice = explain(error)
         if advice is None:
             raise
-        print("\n" + textwrap.fill(advice, width=BANNER_WIDTH), file=sys.stderr)
+        print("\n" + advice, file=sys.stderr)
         code = 1
     sys.exit(code)

@@ -1,7 +1,9 @@
 """Start, detect and stop the course's simulators from a lesson.
 
 A simulator announces itself with a PID file under ``.runtime/`` while it runs
-(``announce_running``). A lesson that needs one calls ``simulator_for_lesson``:
+(``announce_running``); ``run_simulator`` runs a simulator script's work with it and
+gives every simulator the same stop: 0 when it ends or a lesson stops it (SIGTERM), 130
+on Ctrl-C, never a traceback. A lesson that needs one calls ``simulator_for_lesson``:
 if the learner already runs it in a second terminal, the lesson uses it; if not,
 the lesson starts it in the background for its own duration and says so.
 """
@@ -10,16 +12,18 @@ from __future__ import annotations
 
 import atexit
 import os
+import signal
 import socket
 import subprocess
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from . import paths
 
 STOP_TIMEOUT_SECONDS = 5
+EXIT_CTRL_C = 130  # what a shell reports for a program stopped by Ctrl-C (128 + SIGINT)
 
 
 def pid_file(name: str) -> Path:
@@ -80,6 +84,24 @@ def announce_running(name: str) -> Iterator[None]:
         remove()
 
 
+def run_simulator(name: str, work: Callable[[], object], *, stopped: str) -> int:
+    """Run a simulator script's ``work``, announced as ``name``; the exit code for its ``main()``.
+
+    0 when ``work`` ends, and also when a lesson stops the simulator it started
+    (SIGTERM becomes a normal exit, so the PID file goes away). 130 on Ctrl-C, with one
+    line that ends in ``stopped`` (what the learner keeps, e.g. "every file written so
+    far is complete.") instead of a traceback.
+    """
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        with announce_running(name):
+            work()
+    except KeyboardInterrupt:
+        print(f"\nStopped with Ctrl-C; {stopped}", file=sys.stderr, flush=True)
+        return EXIT_CTRL_C
+    return 0
+
+
 def start_simulator(name: str, script: str, args: Sequence[str]) -> subprocess.Popen:
     """Start ``data_generators/<script>`` in the background; its output goes to .runtime/<name>.log."""
     log = log_file(name)
@@ -105,10 +127,38 @@ def stop_process(process: subprocess.Popen) -> None:
             process.wait()
 
 
+class Simulator:
+    """The lesson's view of its simulator: started here, running elsewhere, or none."""
+
+    def __init__(self, name: str, process: subprocess.Popen | None = None, *, external: bool = False) -> None:
+        self.name, self.process, self.external = name, process, external
+
+    def done(self) -> bool:
+        """True once no more input will come from it (run until --duration when there is none)."""
+        if self.process is not None:  # the one this lesson started
+            return self.process.poll() is not None
+        if self.external:  # the one in the learner's second terminal
+            return not is_running(self.name)
+        return False  # --no-simulator: the learner may start one at any time
+
+
+def should_watch(name: str, folder: Path, args) -> bool:
+    """Watch the folder (trigger every few seconds, with the simulator) or read it once?
+
+    Watch when the learner's simulator is running or the folder is empty (then the
+    lesson starts one); read what is there once when files are present and nothing
+    writes more, or when --available-now says so. Starting the simulator only for an
+    empty folder keeps the sample data that later lessons read as initial_setup.py wrote it.
+    """
+    if getattr(args, "available_now", False):
+        return False
+    return is_running(name) or not any(folder.glob("*.json"))
+
+
 @contextmanager
 def simulator_for_lesson(
     name: str, script: str, args: Sequence[str], *, enabled: bool = True, already_running: bool | None = None
-) -> Iterator[subprocess.Popen | None]:
+) -> Iterator[Simulator]:
     """Run the lesson's simulator for the duration of the ``with`` block, unless it already runs.
 
     ``enabled=False`` (the lesson's --no-simulator) never starts one. ``already_running``
@@ -118,11 +168,11 @@ def simulator_for_lesson(
     command = f"python data_generators/{script} {' '.join(args)}".strip()
     if running:
         print(f"Using the {name} simulator that is already running.", flush=True)
-        yield None
+        yield Simulator(name, external=True)
         return
     if not enabled:
         print(f"--no-simulator: start it yourself in a second terminal: {command}", flush=True)
-        yield None
+        yield Simulator(name)
         return
     process = start_simulator(name, script, args)
     print(
@@ -131,6 +181,6 @@ def simulator_for_lesson(
         flush=True,
     )
     try:
-        yield process
+        yield Simulator(name, process)
     finally:
         stop_process(process)

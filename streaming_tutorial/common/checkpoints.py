@@ -1,0 +1,45 @@
+"""What a query's checkpoint folder holds, read for the learner (never written).
+
+A checkpoint folder has ``offsets/`` (the input range of each micro-batch, written
+before the batch runs), ``commits/`` (one file per batch the sink finished), and,
+for stateful queries, ``state/``. A restart resumes after the last commit.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import paths
+
+
+def batch_ids(folder: Path) -> list[int]:
+    """The batch ids logged in ``offsets/`` or ``commits/`` (files named 0, 1, 2, ...)."""
+    if not folder.is_dir():
+        return []
+    return sorted(int(path.name) for path in folder.iterdir() if path.name.isdigit())
+
+
+def last_commit(checkpoint: Path) -> int | None:
+    """The id of the last micro-batch the sink committed, or None."""
+    ids = batch_ids(checkpoint / "commits")
+    return ids[-1] if ids else None
+
+
+def query_checkpoints(root: Path) -> list[Path]:
+    """Every query checkpoint under ``root`` (folders with an ``offsets/`` log), sorted."""
+    if not root.is_dir():
+        return []
+    return sorted(offsets.parent for offsets in root.rglob("offsets") if offsets.is_dir())
+
+
+def describe(root: Path) -> str:
+    """One line: what a run of the lesson will resume from, so a second run says so."""
+    found = query_checkpoints(root)
+    if not found:
+        return f"Checkpoints: none yet in {paths.display(root)}, so every query starts from the beginning."
+    parts = []
+    for checkpoint in found:
+        name = checkpoint.relative_to(root).as_posix() if checkpoint != root else root.name
+        last = last_commit(checkpoint)
+        parts.append(f"{name} after batch {last}" if last is not None else f"{name} (no batch committed)")
+    return f"Checkpoints in {paths.display(root)}: resuming {', '.join(parts)}."

@@ -1,0 +1,75 @@
+"""Every lesson reads as its streaming query: short, mostly query code, machinery in common/.
+
+"Query code" is the body of the functions that read a source, build a DataFrame or start
+a sink (``read_*``, ``build_*``, ``start_*``, ``parse_*``, ``to_*``, ``write_*``,
+``enrich*``); the rest is main(), narration and constants. Docstrings, comments and
+blank lines count for neither.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import tokenize
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+MAX_LINES = 250
+MIN_QUERY_SHARE = 0.5
+QUERY_PREFIXES = ("read_", "build_", "start_", "parse_", "to_", "write_", "enrich")
+LESSONS = sorted((ROOT / "streaming_tutorial").glob("[0-9][0-9]_*.py"))
+SHAPED = [path for path in LESSONS if "01" <= path.name[:2] <= "18"]
+
+
+def code_lines(source: str) -> set[int]:
+    """Line numbers that hold code: not blank, not only a comment, not inside a docstring, and
+    not only the continuation of a multi-line string (a narration paragraph is prose, not code)."""
+    tree = ast.parse(source)
+    docstring_lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                docstring_lines.update(range(body[0].lineno, body[0].end_lineno + 1))
+    lines = set()
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type not in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+                              tokenize.ENDMARKER):
+            lines.add(token.start[0])
+    return lines - docstring_lines
+
+
+def query_share(path: Path) -> float:
+    source = path.read_text(encoding="utf-8")
+    code = code_lines(source)
+    query: set[int] = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith(QUERY_PREFIXES):
+            query.update(range(node.lineno, node.end_lineno + 1))
+    return len(code & query) / max(len(code), 1)
+
+
+@pytest.mark.parametrize("lesson", SHAPED, ids=lambda path: path.stem)
+def test_a_lesson_fits_on_a_few_screens(lesson):
+    lines = len(lesson.read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_LINES, f"{lesson.name} has {lines} lines; move machinery to common/"
+
+
+@pytest.mark.parametrize("lesson", SHAPED, ids=lambda path: path.stem)
+def test_a_lesson_is_mostly_its_query(lesson):
+    share = query_share(lesson)
+    assert share >= MIN_QUERY_SHARE, f"{lesson.name}: only {share:.0%} of its code builds or starts queries"
+
+
+def test_the_measure_tells_query_code_from_machinery(tmp_path):
+    lesson = tmp_path / "99_example.py"
+    lesson.write_text('"""Doc.\n\nmore doc\n"""\nX = 1\n\n\ndef build_x(df):\n    """Doc."""\n'
+                      '    # why\n    return df.select("x")\n\n\ndef main():\n    say("""a long\n    paragraph\n'
+                      '    of prose""")\n    print(2)\n')
+    # Code lines: X = 1, def build_x, return, def main, say(, the ")" after the prose, print(2);
+    # query code: def build_x and its return.
+    assert query_share(lesson) == pytest.approx(2 / 7)
