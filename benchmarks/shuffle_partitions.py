@@ -27,10 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "streaming_tutorial
 from pyspark.sql import functions as F  # noqa: E402
 
 from common.config import BASE_EVENT_TIME  # noqa: E402
-from common.files import iso  # noqa: E402
 from common.microbatch import collect_batches, stream_batches, write_batches  # noqa: E402
 from common.schemas import SENSOR_SCHEMA  # noqa: E402
 from common.session import get_spark  # noqa: E402
+from common.timestamps import iso  # noqa: E402
 
 READINGS_PER_BATCH = 50
 SENSORS = 5

@@ -11,10 +11,11 @@ bound, so the lesson can show that they are not matched.
 Run (in a second terminal, while lesson 09 runs with --source files --no-simulator)
   python data_generators/generate_ad_events.py
   python data_generators/generate_ad_events.py --count 1000 --interval 0.5 --late-fraction 0.1
+  python data_generators/generate_ad_events.py --output-dir /tmp/ads   # /tmp/ads/impressions, /tmp/ads/clicks
 
-Files go to data/ad_events/impressions/ and data/ad_events/clicks/, one pair per
-``--batch-size`` impressions, written atomically (a streaming reader never sees a
-half-written file).
+Files go to data/ad_events/impressions/ and data/ad_events/clicks/ (or under
+--output-dir), one pair per ``--batch-size`` impressions, written atomically (a
+streaming reader never sees a half-written file).
 """
 
 from __future__ import annotations
@@ -25,12 +26,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "streaming_tutorial"))
 
 import random  # noqa: E402
-import signal  # noqa: E402
-import time  # noqa: E402
 from datetime import datetime, timedelta, timezone  # noqa: E402
+from typing import Iterator  # noqa: E402
 
-from common import cli, config, paths, simulators  # noqa: E402
-from common.files import iso, json_lines, keep_in_order, write_atomically  # noqa: E402
+from common import cli, config, paths  # noqa: E402
+from common.files import json_lines  # noqa: E402
+from common.simfiles import SimFile, run_file_simulator  # noqa: E402
+from common.timestamps import iso  # noqa: E402
 
 SIMULATOR_NAME = "ad_events"
 DEFAULT_COUNT = 400  # impressions per run: 20 files of 20 impressions, 20 minutes of event time
@@ -147,10 +149,9 @@ def split_into_files(
     return chunks
 
 
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = cli.simulator_parser(__doc__, count=DEFAULT_COUNT, interval=DEFAULT_INTERVAL)
+    parser = cli.simulator_parser(__doc__, count=DEFAULT_COUNT, interval=DEFAULT_INTERVAL,
+                                  output_dir=paths.AD_EVENTS_DIR)
     parser.add_argument("--batch-size", type=cli.positive_int, default=DEFAULT_BATCH_SIZE,
                         help="impressions per file (default: %(default)s)")
     parser.add_argument("--click-probability", type=float, default=0.3,
@@ -165,8 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         if not 0.0 <= getattr(args, name) <= 1.0:
             parser.error(f"--{name.replace('_', '-')} must be between 0 and 1")
 
-    # A lesson stops us with SIGTERM: turn it into a normal exit so the PID file goes away.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    folder = args.output_dir.resolve()
     # Whole seconds: file names and event times are easier to read.
     base_time = args.base_time or datetime.now(timezone.utc).replace(microsecond=0)
     timeline = make_ad_timeline(
@@ -177,35 +177,27 @@ def main(argv: list[str] | None = None) -> int:
         max_click_delay_seconds=args.max_click_delay,
         late_fraction=args.late_fraction,
     )
-    impressions_dir = paths.AD_EVENTS_DIR / "impressions"
-    clicks_dir = paths.AD_EVENTS_DIR / "clicks"
-    # The run's base time and seed in every name: a second run adds files instead of
-    # replacing ones a streaming query has already read (it would ignore those).
-    stamp = f"{base_time.astimezone(timezone.utc):%Y%m%dT%H%M%SZ}-s{args.seed}"
     chunks = split_into_files(timeline, base_time, args.batch_size, args.count)
     print(f"Writing {args.count} impressions in {len(chunks)} files to "
-          f"{paths.display(paths.AD_EVENTS_DIR)}/{{impressions,clicks}}/, one pair every {args.interval:g} s "
+          f"{paths.display(folder)}/{{impressions,clicks}}/, one pair every {args.interval:g} s "
           f"(first impression at {iso(base_time)}).", flush=True)
-    last_mtime = {"impressions": 0, "clicks": 0}
-    try:
-        with simulators.announce_running(SIMULATOR_NAME):
-            for number, (impressions, clicks) in enumerate(chunks):
-                if number:
-                    time.sleep(args.interval)
-                # Impressions first: with no late records, a click's impression is already there.
-                if impressions:
-                    written = write_atomically(impressions_dir, f"impressions-{stamp}-{number:04d}.json",
-                                               json_lines(impressions))
-                    last_mtime["impressions"] = keep_in_order(written, last_mtime["impressions"])
-                if clicks:
-                    written = write_atomically(clicks_dir, f"clicks-{stamp}-{number:04d}.json", json_lines(clicks))
-                    last_mtime["clicks"] = keep_in_order(written, last_mtime["clicks"])
-                print(f"file {number:04d}: {len(impressions):3d} impressions, {len(clicks):3d} clicks", flush=True)
-    except KeyboardInterrupt:
-        print("Stopped with Ctrl-C; the files written so far are complete.", file=sys.stderr)
-        return 130
-    print("Done.", flush=True)
-    return 0
+    code = run_file_simulator(SIMULATOR_NAME, folder, ad_files(chunks, base_time, args.seed), args.interval)
+    if code == 0:
+        print("Done.", flush=True)
+    return code
+
+
+def ad_files(chunks: list[tuple[list[dict], list[dict]]], base_time: datetime, seed: int) -> Iterator[list[SimFile]]:
+    """One batch per chunk: its impressions file, then its clicks file (an empty one is left out)."""
+    # The run's base time and seed in every name: a second run adds files instead of
+    # replacing ones a streaming query has already read (it would ignore those).
+    stamp = f"{base_time.astimezone(timezone.utc):%Y%m%dT%H%M%SZ}-s{seed}"
+    for number, (impressions, clicks) in enumerate(chunks):
+        # Impressions first: with no late records, a click's impression is already there.
+        batch = [SimFile(f"impressions/impressions-{stamp}-{number:04d}.json", json_lines(impressions),
+                         f"{len(impressions)} impressions"),
+                 SimFile(f"clicks/clicks-{stamp}-{number:04d}.json", json_lines(clicks), f"{len(clicks)} clicks")]
+        yield [file for file in batch if file.text]
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ The analytics lessons read this folder; each file is renamed into it complete.
 Run (in a second terminal, from anywhere):
   python data_generators/generate_ecommerce_events.py                 # 5 files, one every 5 s
   python data_generators/generate_ecommerce_events.py --count 30 --interval 2 --events-per-file 50
+  python data_generators/generate_ecommerce_events.py --seed 7 --output-dir /tmp/shop   # another shop
 
 Same --seed and --base-time, same bytes. Numbering continues after the files already
 in the folder.
@@ -18,17 +19,17 @@ from __future__ import annotations
 import csv
 import random
 import re
-import signal
 import sys
-import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "streaming_tutorial"))
 
 from common import cli, config, paths  # noqa: E402
-from common.files import continue_after, iso, json_lines, keep_in_order, write_atomically  # noqa: E402
-from common.simulators import announce_running  # noqa: E402
+from common.files import json_lines  # noqa: E402
+from common.simfiles import SimFile, continue_after, run_file_simulator  # noqa: E402
+from common.timestamps import iso, parse_iso  # noqa: E402
 
 FILE_PREFIX = "events"
 FILE_PATTERN = re.compile(rf"^{FILE_PREFIX}-(\d+)\.json$")
@@ -41,38 +42,28 @@ USERS = 40  # USER-2000 .. USER-2039
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = cli.simulator_parser(__doc__, count=5, interval=5)
+    parser = cli.simulator_parser(__doc__, count=5, interval=5, output_dir=paths.ECOMMERCE_DIR)
     parser.add_argument("--events-per-file", type=cli.positive_int, default=20, metavar="N",
                         help="events per file (default: %(default)s)")
-    parser.add_argument("--output-dir", type=Path, default=None, metavar="DIR",
-                        help="where to write (default: data/ecommerce_events)")
     args = parser.parse_args(argv)
-    folder = (args.output_dir or paths.ECOMMERCE_DIR).resolve()
-    # A lesson stops us with SIGTERM: turn it into a normal exit so the PID file goes away.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    folder = args.output_dir.resolve()
 
-    first_file, start = continue_after(folder, FILE_PATTERN)
-    base_time = args.base_time or now_for(start, args.seed)
     print(f"Writing {args.count} file(s) of {args.events_per_file} shop events to {paths.display(folder)} "
           f"every {args.interval:g} s (Ctrl-C stops).", flush=True)
-    try:
-        last_mtime = 0
-        with announce_running("ecommerce"):
-            for number in range(args.count):
-                events = make_ecommerce_events(args.events_per_file, seed=args.seed, base_time=base_time,
-                                               start=start + number * args.events_per_file)
-                name = f"{FILE_PREFIX}-{first_file + number:04d}.json"
-                target = write_atomically(folder, name, json_lines(events))
-                last_mtime = keep_in_order(target, last_mtime)
-                kinds = ", ".join(f"{sum(e['event_type'] == kind for e in events)} {kind}"
-                                  for kind in ("view", "cart", "purchase"))
-                print(f"wrote {paths.display(target)} ({len(events)} events: {kinds})", flush=True)
-                if number < args.count - 1:
-                    time.sleep(args.interval)
-    except KeyboardInterrupt:
-        print("Stopped with Ctrl-C; every file written so far is complete.", flush=True)
-        return 130
-    return 0
+    return run_file_simulator("ecommerce", folder, event_files(folder, args), args.interval)
+
+
+def event_files(folder: Path, args) -> Iterator[list[SimFile]]:
+    """The run's files, one batch each, numbered on from the files already in ``folder``."""
+    first_file, start = continue_after(folder, FILE_PATTERN)
+    base_time = args.base_time or now_for(start, args.seed)
+    for number in range(args.count):
+        events = make_ecommerce_events(args.events_per_file, seed=args.seed, base_time=base_time,
+                                       start=start + number * args.events_per_file)
+        kinds = ", ".join(f"{sum(e['event_type'] == kind for e in events)} {kind}"
+                          for kind in ("view", "cart", "purchase"))
+        yield [SimFile(f"{FILE_PREFIX}-{first_file + number:04d}.json", json_lines(events),
+                       f"{len(events)} events: {kinds}")]
 
 
 def make_ecommerce_events(
@@ -139,14 +130,10 @@ def load_products() -> list[dict]:
         return [{**row, "list_price": float(row["list_price"])} for row in csv.DictReader(handle)]
 
 
-
-
-
-
 def now_for(start: int, seed: int) -> datetime:
     """The base time that puts event ``start`` at the current moment (the live default)."""
     first = make_ecommerce_events(1, seed=seed, start=start)[0]["timestamp"]
-    offset = datetime.fromisoformat(first.replace("Z", "+00:00")) - config.BASE_EVENT_TIME
+    offset = parse_iso(first) - config.BASE_EVENT_TIME
     return datetime.now(timezone.utc).replace(microsecond=0) - offset
 
 

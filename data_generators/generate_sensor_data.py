@@ -11,6 +11,7 @@ Run (in a second terminal, from anywhere):
   python data_generators/generate_sensor_data.py                  # 5 files, one every 5 s
   python data_generators/generate_sensor_data.py --late-fraction 0.3 --max-lateness 120
   python data_generators/generate_sensor_data.py --late-fraction 0 --disorder 0   # perfectly in order
+  python data_generators/generate_sensor_data.py --seed 7 --output-dir /tmp/sensors
 
 Same --seed and --base-time, same bytes. Numbering continues after the files already
 in the folder.
@@ -21,17 +22,17 @@ from __future__ import annotations
 import math
 import random
 import re
-import signal
 import sys
-import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "streaming_tutorial"))
 
 from common import cli, config, paths  # noqa: E402
-from common.files import continue_after, iso, json_lines, keep_in_order, write_atomically  # noqa: E402
-from common.simulators import announce_running  # noqa: E402
+from common.files import json_lines  # noqa: E402
+from common.simfiles import SimFile, continue_after, run_file_simulator  # noqa: E402
+from common.timestamps import iso, parse_iso  # noqa: E402
 
 FILE_PREFIX = "readings"
 FILE_PATTERN = re.compile(rf"^{FILE_PREFIX}-(\d+)\.json$")
@@ -42,7 +43,7 @@ DAILY_SWING_PERIOD_SECONDS = 600  # a slow up-and-down so charts are not flat
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = cli.simulator_parser(__doc__, count=5, interval=5)
+    parser = cli.simulator_parser(__doc__, count=5, interval=5, output_dir=paths.SENSOR_DIR)
     parser.add_argument("--readings-per-file", type=cli.positive_int, default=10, metavar="N",
                         help="readings per file (default: %(default)s)")
     parser.add_argument("--sensors", type=cli.positive_int, default=3, metavar="N",
@@ -53,39 +54,29 @@ def main(argv: list[str] | None = None) -> int:
                         help="how late a very late reading can be (default: %(default)s)")
     parser.add_argument("--disorder", type=cli.non_negative_seconds, default=5, metavar="SECONDS",
                         help="how far behind any reading can be (default: %(default)s)")
-    parser.add_argument("--output-dir", type=Path, default=None, metavar="DIR",
-                        help="where to write (default: data/sensor_readings)")
     args = parser.parse_args(argv)
     if not 0 <= args.late_fraction <= 1:
         parser.error("--late-fraction must be between 0 and 1")
-    folder = (args.output_dir or paths.SENSOR_DIR).resolve()
-    # A lesson stops us with SIGTERM: turn it into a normal exit so the PID file goes away.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    folder = args.output_dir.resolve()
 
-    first_file, start = continue_after(folder, FILE_PATTERN)
-    base_time = args.base_time or now_for(start)
     print(f"Writing {args.count} file(s) of {args.readings_per_file} readings from {args.sensors} sensors to "
           f"{paths.display(folder)} every {args.interval:g} s (Ctrl-C stops).", flush=True)
-    try:
-        last_mtime = 0
-        with announce_running("sensors"):
-            for number in range(args.count):
-                readings = make_sensor_readings(
-                    args.readings_per_file, seed=args.seed, base_time=base_time, sensors=args.sensors,
-                    late_fraction=args.late_fraction, max_lateness_seconds=args.max_lateness,
-                    disorder_seconds=args.disorder, start=start + number * args.readings_per_file,
-                )
-                name = f"{FILE_PREFIX}-{first_file + number:04d}.json"
-                target = write_atomically(folder, name, json_lines(readings))
-                last_mtime = keep_in_order(target, last_mtime)
-                print(f"wrote {paths.display(target)} ({len(readings)} readings, "
-                      f"{count_late(readings, base_time, args.disorder)} very late)", flush=True)
-                if number < args.count - 1:
-                    time.sleep(args.interval)
-    except KeyboardInterrupt:
-        print("Stopped with Ctrl-C; every file written so far is complete.", flush=True)
-        return 130
-    return 0
+    return run_file_simulator("sensors", folder, reading_files(folder, args), args.interval)
+
+
+def reading_files(folder: Path, args) -> Iterator[list[SimFile]]:
+    """The run's files, one batch each, numbered on from the files already in ``folder``."""
+    first_file, start = continue_after(folder, FILE_PATTERN)
+    base_time = args.base_time or now_for(start)
+    for number in range(args.count):
+        readings = make_sensor_readings(
+            args.readings_per_file, seed=args.seed, base_time=base_time, sensors=args.sensors,
+            late_fraction=args.late_fraction, max_lateness_seconds=args.max_lateness,
+            disorder_seconds=args.disorder, start=start + number * args.readings_per_file,
+        )
+        late = count_late(readings, base_time, args.disorder)
+        yield [SimFile(f"{FILE_PREFIX}-{first_file + number:04d}.json", json_lines(readings),
+                       f"{len(readings)} readings, {late} very late")]
 
 
 def make_sensor_readings(
@@ -142,13 +133,9 @@ def count_late(readings: list[dict], base_time: datetime, disorder_seconds: floa
     late = 0
     for reading in readings:
         arrived = base_time + timedelta(seconds=(reading["reading_id"] - 1) * SECONDS_BETWEEN_READINGS)
-        taken = datetime.fromisoformat(reading["event_time"].replace("Z", "+00:00"))
+        taken = parse_iso(reading["event_time"])
         late += (arrived - taken).total_seconds() > disorder_seconds
     return late
-
-
-
-
 
 
 def now_for(start: int) -> datetime:

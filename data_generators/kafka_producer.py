@@ -29,7 +29,6 @@ Topics are created if missing; Ctrl-C stops after flushing what was already sent
 from __future__ import annotations
 
 import json
-import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -77,10 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     check_options(parser, args)
-    # A lesson stops us with SIGTERM: turn it into a normal exit, so we flush and remove the PID file.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     from common import kafka
-    from common.simulators import announce_running
+    from common.simulators import run_simulator
 
     bootstrap = args.bootstrap_servers or kafka.bootstrap_servers()
     base_time = args.base_time or datetime.now(timezone.utc).replace(microsecond=0)
@@ -98,25 +95,29 @@ def main(argv: list[str] | None = None) -> int:
         disorder_seconds=args.disorder,
         enrich=args.enrich,
     )
-    topics = list(dict.fromkeys(message.topic for message in messages))
     rate = args.rate if args.rate is not None else (1 / args.interval if args.interval > 0 else 0.0)
     try:
-        kafka.check_reachable(bootstrap)
-        kafka.ensure_topics(bootstrap, topics, partitions=args.partitions)
-        pace = f"{rate:g} per second" if rate > 0 else "as fast as possible"
-        print(f"Sending {len(messages)} {args.kind} messages to {', '.join(topics)} at {bootstrap}, {pace} "
-              f"(first event time {base_time:%Y-%m-%dT%H:%M:%SZ}; Ctrl-C stops).", flush=True)
-        with announce_running(SIMULATOR_NAME):
-            deliveries = send_messages(bootstrap, messages, rate=rate, progress=show_progress)
+        # SIGTERM (a lesson stopping us) and Ctrl-C both end in send_messages' flush.
+        return run_simulator(SIMULATOR_NAME, lambda: produce(bootstrap, messages, args, base_time, rate),
+                             stopped="every message sent so far was flushed to Kafka.")
     except CourseError as error:
         print(str(error), file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("Stopped with Ctrl-C; every message sent so far was flushed to Kafka.", file=sys.stderr)
-        return 130
+
+
+def produce(bootstrap: str, messages: list[Message], args, base_time: datetime, rate: float) -> None:
+    """Create the topics if missing, send the messages at ``rate``, and say what Kafka acknowledged."""
+    from common import kafka
+
+    topics = list(dict.fromkeys(message.topic for message in messages))
+    kafka.check_reachable(bootstrap)
+    kafka.ensure_topics(bootstrap, topics, partitions=args.partitions)
+    pace = f"{rate:g} per second" if rate > 0 else "as fast as possible"
+    print(f"Sending {len(messages)} {args.kind} messages to {', '.join(topics)} at {bootstrap}, {pace} "
+          f"(first event time {base_time:%Y-%m-%dT%H:%M:%SZ}; Ctrl-C stops).", flush=True)
+    deliveries = send_messages(bootstrap, messages, rate=rate, progress=show_progress)
     broken = sum(delivery.message.malformed for delivery in deliveries)
     print(f"Done: {len(deliveries)} messages acknowledged by Kafka ({broken} deliberately malformed).", flush=True)
-    return 0
 
 
 def build_parser():
@@ -133,7 +134,8 @@ def build_parser():
     parser.add_argument("--clicks-topic", default=config.TOPIC_CLICKS,
                         help="--kind ads/clicks: topic of the clicks (default: %(default)s)")
     parser.add_argument("--bootstrap-servers", default=None, metavar="HOST:PORT",
-                        help="Kafka to send to (default: KAFKA_BOOTSTRAP_SERVERS or 127.0.0.1:9092)")
+                        help="Kafka to send to (default: KAFKA_BOOTSTRAP_SERVERS or the course's broker, "
+                             f"{config.local_kafka_bootstrap()})")
     parser.add_argument("--partitions", type=cli.positive_int, default=DEFAULT_PARTITIONS,
                         help="partitions of topics this creates (default: %(default)s)")
     parser.add_argument("--malformed-every", type=int, default=0, metavar="N",

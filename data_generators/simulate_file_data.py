@@ -7,6 +7,7 @@ Run (in a second terminal, from anywhere):
   python data_generators/simulate_file_data.py                      # 5 files, one every 5 s
   python data_generators/simulate_file_data.py --count 20 --interval 2
   python data_generators/simulate_file_data.py --malformed-every 4  # every 4th line broken
+  python data_generators/simulate_file_data.py --output-dir /tmp/transactions
 
 Same --seed and --base-time, same bytes. Numbering continues after the files already
 in the folder, so a second run never overwrites the first.
@@ -17,17 +18,17 @@ from __future__ import annotations
 import csv
 import random
 import re
-import signal
 import sys
-import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "streaming_tutorial"))
 
 from common import cli, config, paths  # noqa: E402
-from common.files import continue_after, iso, json_lines, keep_in_order, write_atomically  # noqa: E402
-from common.simulators import announce_running  # noqa: E402
+from common.files import json_lines  # noqa: E402
+from common.simfiles import SimFile, continue_after, run_file_simulator  # noqa: E402
+from common.timestamps import iso  # noqa: E402
 
 FILE_PREFIX = "transactions"
 FILE_PATTERN = re.compile(rf"^{FILE_PREFIX}-(\d+)\.json$")
@@ -39,40 +40,30 @@ DEFAULT_AMOUNT_RANGE = (5.0, 500.0)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = cli.simulator_parser(__doc__, count=5, interval=5)
+    parser = cli.simulator_parser(__doc__, count=5, interval=5, output_dir=paths.TRANSACTIONS_DIR)
     parser.add_argument("--records-per-file", type=cli.positive_int, default=10, metavar="N",
                         help="transactions per file (default: %(default)s)")
     parser.add_argument("--malformed-every", type=int, default=0, metavar="N",
                         help="replace every Nth line of each file with broken JSON (default: 0 = never)")
-    parser.add_argument("--output-dir", type=Path, default=None, metavar="DIR",
-                        help="where to write (default: data/input_stream)")
     args = parser.parse_args(argv)
     if args.malformed_every < 0:
         parser.error("--malformed-every must be 0 (never) or a positive number")
-    folder = (args.output_dir or paths.TRANSACTIONS_DIR).resolve()
-    # A lesson stops us with SIGTERM: turn it into a normal exit so the PID file goes away.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    folder = args.output_dir.resolve()
 
-    first_file, start = continue_after(folder, FILE_PATTERN)
-    base_time = args.base_time or now_for(start)
     print(f"Writing {args.count} file(s) of {args.records_per_file} transactions to {paths.display(folder)} "
           f"every {args.interval:g} s (Ctrl-C stops).", flush=True)
-    try:
-        last_mtime = 0
-        with announce_running("transactions"):
-            for number in range(args.count):
-                records = make_transactions(args.records_per_file, seed=args.seed, base_time=base_time,
-                                            start=start + number * args.records_per_file)
-                name = f"{FILE_PREFIX}-{first_file + number:04d}.json"
-                target = write_atomically(folder, name, render_file(records, malformed_every=args.malformed_every))
-                last_mtime = keep_in_order(target, last_mtime)
-                print(f"wrote {paths.display(target)} ({len(records)} records)", flush=True)
-                if number < args.count - 1:
-                    time.sleep(args.interval)
-    except KeyboardInterrupt:
-        print("Stopped with Ctrl-C; every file written so far is complete.", flush=True)
-        return 130
-    return 0
+    return run_file_simulator("transactions", folder, transaction_files(folder, args), args.interval)
+
+
+def transaction_files(folder: Path, args) -> Iterator[list[SimFile]]:
+    """The run's files, one batch each, numbered on from the files already in ``folder``."""
+    first_file, start = continue_after(folder, FILE_PATTERN)
+    base_time = args.base_time or now_for(start)
+    for number in range(args.count):
+        records = make_transactions(args.records_per_file, seed=args.seed, base_time=base_time,
+                                    start=start + number * args.records_per_file)
+        text = render_file(records, malformed_every=args.malformed_every)
+        yield [SimFile(f"{FILE_PREFIX}-{first_file + number:04d}.json", text, f"{len(records)} records")]
 
 
 def make_transactions(
@@ -128,10 +119,6 @@ def product_categories() -> list[str]:
     """The categories of data/reference/products.csv, in the order they first appear."""
     with open(paths.PRODUCTS_CSV, newline="", encoding="utf-8") as handle:
         return list(dict.fromkeys(row["category"] for row in csv.DictReader(handle)))
-
-
-
-
 
 
 def now_for(start: int) -> datetime:

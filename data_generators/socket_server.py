@@ -22,7 +22,6 @@ import argparse
 import errno
 import itertools
 import select
-import signal
 import socket
 import sys
 import time
@@ -32,7 +31,7 @@ from typing import Iterable, Iterator
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "streaming_tutorial"))
 
 from common import cli, config  # noqa: E402
-from common.simulators import announce_running  # noqa: E402
+from common.simulators import run_simulator  # noqa: E402
 
 # The demo's sentences: repeated words, so the running word count visibly grows.
 DEMO_SENTENCES = (
@@ -56,37 +55,36 @@ class ClientGone(Exception):
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    # A lesson stops us with SIGTERM: turn it into a normal exit so the PID file goes away.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    interactive = not (args.demo or args.file) and sys.stdin.isatty()
     script = load_script(args)  # before listening: a missing --file fails at once
     try:
         server = listen(args.host, args.port)
     except OSError as error:
         print(port_advice(args.host, args.port, error), file=sys.stderr)
         return EXIT_PORT_BUSY
+    with server:
+        return run_simulator("socket", lambda: serve(server, args, script), stopped="the port is free again.")
+
+
+def serve(server: socket.socket, args, script: tuple[str, ...]) -> None:
+    """Serve the first client that connects (and the next ones, with --keep-serving)."""
+    interactive = not (args.demo or args.file) and sys.stdin.isatty()
     piped = None if (args.demo or args.file or interactive) else read_stdin_lines()
-    try:
-        with server, announce_running("socket"):
-            while True:
-                with wait_for_client(server, args.host, args.port) as client:
-                    try:
-                        if interactive:
-                            serve_typed_lines(client)
-                        else:
-                            lines = piped if piped is not None else script_lines(script, args.count)
-                            serve_script(client, limit(lines, args.count), args.interval)
-                        # Closing right after the last line could reach Spark as a reset: wait for it to go.
-                        if not wait_or_gone(client, args.linger):  # False only when --linger ran out
-                            print(f"--linger {args.linger:g}: closing the connection.", flush=True)
-                    except ClientGone:
-                        print("Spark disconnected.", flush=True)
-                if not args.keep_serving:
-                    return 0
-                print("--keep-serving: waiting for the next client.", flush=True)
-    except KeyboardInterrupt:
-        print("\nStopped with Ctrl-C.", flush=True)
-        return 130
+    while True:
+        with wait_for_client(server, args.host, args.port) as client:
+            try:
+                if interactive:
+                    serve_typed_lines(client)
+                else:
+                    lines = piped if piped is not None else script_lines(script, args.count)
+                    serve_script(client, limit(lines, args.count), args.interval)
+                # Closing right after the last line could reach Spark as a reset: wait for it to go.
+                if not wait_or_gone(client, args.linger):  # False only when --linger ran out
+                    print(f"--linger {args.linger:g}: closing the connection.", flush=True)
+            except ClientGone:
+                print("Spark disconnected.", flush=True)
+        if not args.keep_serving:
+            return
+        print("--keep-serving: waiting for the next client.", flush=True)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -54,11 +54,11 @@ from pyspark.sql import functions as F
 
 from common import cli, paths
 from common.config import BASE_EVENT_TIME
-from common.files import iso
 from common.microbatch import collect_batches, stream_batches, write_batches
 from common.runner import await_queries, banner, checkpoint_root, lesson_session, run_lesson, say
 from common.schemas import SENSOR_SCHEMA
 from common.simulators import simulator_for_lesson
+from common.timestamps import iso
 
 LESSON = "06_windowing"
 TUMBLING_SIZE = "10 seconds"  # one window per 10 s of event time

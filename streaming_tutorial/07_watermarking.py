@@ -52,10 +52,10 @@ from pyspark.sql import functions as F
 
 from common import cli, paths
 from common.config import BASE_EVENT_TIME
-from common.files import iso
 from common.microbatch import Run, collect_batches, stream_batches, write_batches
 from common.runner import await_queries, banner, checkpoint_root, lesson_session, run_lesson, say
 from common.schemas import SENSOR_SCHEMA
+from common.timestamps import iso
 
 LESSON = "07_watermarking"
 WINDOW_SECONDS = 10  # tumbling windows of 10 s of event time

@@ -75,7 +75,8 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from common import cli, config
 from common.errors import CourseError
-from common.kafka import end_offsets, ensure_topics, explain_failures, kafka_for_lesson, recreate_topics
+from common.kafka import end_offsets, ensure_topics, explain_failures, recreate_topics
+from common.kafka_broker import kafka_for_lesson
 from common.runner import await_queries, banner, checkpoint_root, lesson_session, run_lesson, say
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 from common.simulators import is_running, simulator_for_lesson

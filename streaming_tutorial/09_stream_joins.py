@@ -454,7 +454,7 @@ def kafka_if(wanted: bool):
     """The Kafka broker's bootstrap servers when the ads come from Kafka, else None."""
     if not wanted:
         return nullcontext(None)
-    from common.kafka import kafka_for_lesson
+    from common.kafka_broker import kafka_for_lesson
 
     return kafka_for_lesson()
 

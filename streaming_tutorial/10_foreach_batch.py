@@ -70,7 +70,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from common import cli, config, paths, simulators
 from common.errors import CourseError
-from common.files import iso, json_lines, write_atomically
+from common.files import json_lines, write_atomically
 from common.runner import (
     banner,
     checkpoint_root,
@@ -81,6 +81,7 @@ from common.runner import (
     stop_between_batches,
 )
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
+from common.timestamps import iso
 
 LESSON = "10_foreach_batch"
 DEFAULT_DURATION = 15
@@ -568,7 +569,7 @@ def kafka_broker_if(wanted: bool):
     """The Kafka broker's bootstrap servers when alerts go to Kafka, else None."""
     if not wanted:
         return nullcontext(None)
-    from common.kafka import kafka_for_lesson
+    from common.kafka_broker import kafka_for_lesson
 
     return kafka_for_lesson()
 

@@ -123,7 +123,9 @@ def simulator_parser(
         metavar="SECONDS",
         help="pause between items (default: %(default)s)",
     )
-    parser.add_argument("--seed", type=int, default=seed, help="random seed; same seed, same data (default: %(default)s)")
+    parser.add_argument(
+        "--seed", type=int, default=seed, help="random seed; same seed, same data (default: %(default)s)"
+    )
     parser.add_argument(
         "--base-time",
         type=iso_time,

@@ -1,18 +1,11 @@
-"""Writing files the way a streaming file source needs them: atomically."""
+"""Writing files the way a streaming file source needs them: atomically, as JSON Lines."""
 
 from __future__ import annotations
 
 import json
 import os
-import re
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable
-
-
-def iso(moment: datetime) -> str:
-    """A UTC timestamp as the JSON files carry it: 2025-01-15T10:30:00.000Z."""
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def staging_dir_for(folder: Path) -> Path:
@@ -44,33 +37,3 @@ def write_atomically(folder: Path, name: str, text: str) -> Path:
 def json_lines(records: Iterable[dict]) -> str:
     """One JSON object per line (the JSON Lines format Spark reads by default)."""
     return "".join(json.dumps(record, separators=(",", ":")) + "\n" for record in records)
-
-
-def continue_after(folder: Path, file_pattern: re.Pattern) -> tuple[int, int]:
-    """(next file number, next record index) after the simulator files already in ``folder``.
-
-    ``file_pattern`` matches the simulator's file names with the file number as group 1.
-    Counting lines (broken ones included) keeps record ids unique across runs, so a
-    simulator started again never overwrites or repeats what is there.
-    """
-    numbers, lines = [0], 0
-    if folder.is_dir():
-        for path in folder.iterdir():
-            match = file_pattern.match(path.name)
-            if match:
-                numbers.append(int(match.group(1)))
-                lines += len(path.read_text(encoding="utf-8").splitlines())
-    return max(numbers) + 1, lines
-
-
-def keep_in_order(path: Path, previous_mtime_ns: int) -> int:
-    """Give ``path`` a modification time at least 1 ms after the previous file's.
-
-    The file source picks up new files in modification-time order (in milliseconds);
-    files written back to back (--interval 0) could otherwise tie and be read out of order.
-    """
-    mtime = path.stat().st_mtime_ns
-    if mtime < previous_mtime_ns + 1_000_000:
-        mtime = previous_mtime_ns + 1_000_000
-        os.utime(path, ns=(mtime, mtime))
-    return mtime

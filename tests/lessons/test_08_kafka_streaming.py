@@ -15,8 +15,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType, TimestampType
 
 from common import config
-from common.files import iso
 from common.kafka import consume_all, end_offsets, ensure_topics
+from common.timestamps import iso
 from conftest import load_lesson, run_script
 from data_generators import kafka_producer
 
