@@ -5,8 +5,10 @@ from __future__ import annotations
 import importlib.util
 import os
 import socket
+import stat
 import subprocess
 import sys
+import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -62,35 +64,75 @@ def run_script(script: Path | str, *args: str, home: Path, timeout: float = 180,
 
 
 @pytest.fixture(scope="session")
-def kafka_bootstrap():
-    """A real Kafka broker for the whole test run: KAFKA_BOOTSTRAP_SERVERS's, one already
-    running locally, or the course's own (started here once, stopped at the end).
+def kafka_test_broker(tmp_path_factory):
+    """The test run's own Kafka broker (a LocalBroker), or None when KAFKA_BOOTSTRAP_SERVERS is set.
 
-    KAFKA_BOOTSTRAP_SERVERS is set for the session, so lessons run as subprocesses use the
-    same broker instead of starting their own.
+    Started once, at the first test that needs Kafka, and stopped at the end of the session.
+    Its data, logs and configuration live in a course home of its own under the run's
+    temporary folder (``<tmp>/kafka-home/.runtime/kafka``: the layout local_kafka.py expects
+    when STREAMING_COURSE_HOME points there), it listens on free ports, and it takes its
+    jars from the folder shared by every run (common/kafka_broker.py), so nothing is
+    downloaded twice and nothing is written into the learner's ``.runtime/``.
+
+    Why a broker of its own rather than test-only topic names on the learner's broker: a
+    prefix would have to reach every topic name in every lesson and simulator (the lessons
+    stay simpler without one), and even prefixed topics share the learner's data folder,
+    logs and consumer groups, so a test run would still change the learner's files. A broker
+    of our own costs one start per run (about 10 s) and leaves a broker the learner started
+    running, with its data, whatever the tests do.
+    """
+    from common import config, kafka_broker
+
+    if os.environ.get(config.KAFKA_BOOTSTRAP_ENV, "").strip():
+        yield None  # the user chose a cluster for the tests (the run's header says so)
+        return
+    port = free_port(config.LOCAL_KAFKA_HOST)
+    controller_port = free_port(config.LOCAL_KAFKA_HOST)
+    while controller_port == port:
+        controller_port = free_port(config.LOCAL_KAFKA_HOST)
+    home = tmp_path_factory.mktemp("kafka-home")
+    broker = kafka_broker.LocalBroker(port=port, controller_port=controller_port, home=home / ".runtime" / "kafka")
+    started = time.monotonic()
+    process = kafka_broker.start(broker, say=lambda text: None)
+    assert process is not None, f"something else answered on the free port {port}"
+    KAFKA_TEST_BROKER_STARTED["seconds"] = time.monotonic() - started
+    try:
+        yield broker
+    finally:
+        kafka_broker.stop(broker, process=process)
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(kafka_test_broker):
+    """The bootstrap servers of the test run's Kafka: its own broker (kafka_test_broker), or the
+    cluster in KAFKA_BOOTSTRAP_SERVERS when the user set it (then the tests create their topics
+    there, and lesson 08's run writes to the lesson's own topic names).
+
+    KAFKA_BOOTSTRAP_SERVERS is set for the session, so lessons and tools run as subprocesses
+    use the same broker instead of looking for the learner's.
     """
     from common.config import KAFKA_BOOTSTRAP_ENV
-    from common.kafka import kafka_for_lesson
+    from common.kafka import check_reachable
 
-    previous = os.environ.get(KAFKA_BOOTSTRAP_ENV)
-    with kafka_for_lesson(quiet=True) as bootstrap:
-        os.environ[KAFKA_BOOTSTRAP_ENV] = bootstrap
-        try:
-            yield bootstrap
-        finally:
-            if previous is None:
-                os.environ.pop(KAFKA_BOOTSTRAP_ENV, None)
-            else:
-                os.environ[KAFKA_BOOTSTRAP_ENV] = previous
+    if kafka_test_broker is None:
+        bootstrap = os.environ[KAFKA_BOOTSTRAP_ENV].strip()
+        check_reachable(bootstrap)
+        yield bootstrap
+        return
+    os.environ[KAFKA_BOOTSTRAP_ENV] = kafka_test_broker.bootstrap
+    try:
+        yield kafka_test_broker.bootstrap
+    finally:
+        os.environ.pop(KAFKA_BOOTSTRAP_ENV, None)
 
 
 # --- Kafka topics and ports for tests -------------------------------------------------------------
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port on ``host`` that nothing listens on right now."""
     with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
+        probe.bind((host, 0))
         return probe.getsockname()[1]
 
 
@@ -120,3 +162,123 @@ def topic(kafka_bootstrap):
 
     yield make
     delete_topics(kafka_bootstrap, made)
+
+
+def kafka_report_header() -> str:
+    """One line at the top of the run: which Kafka the tests use."""
+    from common.config import KAFKA_BOOTSTRAP_ENV
+
+    configured = os.environ.get(KAFKA_BOOTSTRAP_ENV, "").strip()
+    if configured:
+        return (f"kafka: the tests use the cluster in {KAFKA_BOOTSTRAP_ENV}={configured} (set by you) and create "
+                "their topics there; unset it to let them start a broker of their own")
+    return "kafka: the tests start a broker of their own (free ports, data in the run's temporary folder)"
+
+
+def pytest_report_header(config):
+    return [kafka_report_header()]
+
+
+# --- The learner's files: the test run must leave them as they were --------------------------------
+#
+# The learner's data/, checkpoints/, output/ and .runtime/ (and the topics of a broker they
+# run) are listed before the run and again after the last fixture has been torn down; any
+# difference fails the run and names the paths. The snapshot is taken at session start,
+# before collection, so a lesson that wrote files on import would be caught too.
+
+LEARNER_FOLDERS = ("data", "checkpoints", "output", ".runtime")
+LEARNER_SNAPSHOT = pytest.StashKey[dict]()
+LEARNER_CHANGES = pytest.StashKey[list]()
+KAFKA_TEST_BROKER_STARTED: dict[str, float] = {}
+
+
+def snapshot_tree(root: Path, folders=LEARNER_FOLDERS, *, skip: tuple[str, ...] = ()) -> dict[str, tuple]:
+    """{path relative to root: (kind, size, mtime in ns)} of every file and folder in ``folders``.
+
+    ``skip``: relative folders left out (the data of a broker the learner runs, which changes
+    by itself every few seconds; its topics are compared instead, see learner_kafka_topics).
+    """
+    entries = {}
+    for name in folders:
+        top = root / name
+        for path in [top, *sorted(top.rglob("*"))] if top.exists() else []:
+            relative = path.relative_to(root).as_posix()
+            if any(relative == folder or relative.startswith(folder + "/") for folder in skip):
+                continue
+            try:
+                info = path.lstat()
+            except FileNotFoundError:  # deleted while we looked: the next snapshot says so
+                continue
+            kind = "folder" if stat.S_ISDIR(info.st_mode) else "file"
+            entries[relative] = (kind, info.st_size if kind == "file" else 0, info.st_mtime_ns)
+    return entries
+
+
+def changed_paths(before: dict[str, tuple], after: dict[str, tuple]) -> list[str]:
+    """'added/removed/changed <path>' for every entry that differs between two snapshots."""
+    changes = []
+    for path in sorted(before.keys() | after.keys()):
+        if path not in after:
+            changes.append(f"removed  {path}")
+        elif path not in before:
+            changes.append(f"added    {path}")
+        elif before[path] != after[path]:
+            changes.append(f"changed  {path}")
+    return changes
+
+
+def learner_kafka_topics() -> dict[str, tuple]:
+    """The topics of a broker the learner runs on the course's port, with their end offsets.
+
+    Empty when none answers, or when KAFKA_BOOTSTRAP_SERVERS is set (the tests then use that
+    cluster on purpose).
+    """
+    from common import config
+    from common.kafka import answers, end_offsets, list_topics
+
+    if os.environ.get(config.KAFKA_BOOTSTRAP_ENV, "").strip():
+        return {}
+    bootstrap = config.local_kafka_bootstrap()
+    if not answers(bootstrap, timeout=3):
+        return {}
+    return {f"kafka://{bootstrap}/{name}": ("topic", tuple(sorted(end_offsets(bootstrap, name).items())), 0)
+            for name in list_topics(bootstrap)}
+
+
+def learner_snapshot() -> dict[str, tuple]:
+    topics = learner_kafka_topics()
+    # A running broker rewrites its own data and logs all the time: compare its topics instead.
+    skip = (".runtime/kafka/data", ".runtime/kafka/logs") if topics else ()
+    return {**snapshot_tree(ROOT, skip=skip), **topics}
+
+
+def pytest_sessionstart(session):
+    if not hasattr(session.config, "workerinput"):  # under pytest-xdist, the controller checks
+        session.config.stash[LEARNER_SNAPSHOT] = learner_snapshot()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Runs after every test and every fixture's teardown: compare the learner's files."""
+    before = session.config.stash.get(LEARNER_SNAPSHOT, None)
+    if before is None:
+        return
+    changes = changed_paths(before, learner_snapshot())
+    session.config.stash[LEARNER_CHANGES] = changes
+    if changes and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if "seconds" in KAFKA_TEST_BROKER_STARTED:
+        terminalreporter.write_line(
+            f"kafka: the test run's own broker started in {KAFKA_TEST_BROKER_STARTED['seconds']:.1f} s")
+    changes = config.stash.get(LEARNER_CHANGES, [])
+    if changes:
+        terminalreporter.section("FAILED: the test run changed the learner's files", sep="!", red=True, bold=True)
+        terminalreporter.write_line(
+            f"Tests must work in temporary folders and their own Kafka broker, never in {ROOT}'s "
+            f"{', '.join(LEARNER_FOLDERS)} (or a lesson or simulator of yours ran during the test run):", red=True)
+        for line in changes[:50]:
+            terminalreporter.write_line(f"  {line}", red=True)
+        if len(changes) > 50:
+            terminalreporter.write_line(f"  ... and {len(changes) - 50} more", red=True)

@@ -1,13 +1,17 @@
 """Talking to Kafka from lessons, simulators and tests: where the broker is, is it up, topics.
 
-    with kafka_for_lesson() as bootstrap:      # a broker for this run, whatever it takes
-        ensure_topics(bootstrap, ["events"], partitions=3)
-        ...spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)...
+    bootstrap = bootstrap_servers()            # KAFKA_BOOTSTRAP_SERVERS, or the course's own broker
+    check_reachable(bootstrap)                 # CourseError with advice when nothing answers
+    ensure_topics(bootstrap, ["events"], partitions=3)
+    ...spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)...
 
 Which broker? ``KAFKA_BOOTSTRAP_SERVERS`` when it is set (your own cluster, Docker,
-the test run's broker); otherwise the course's own broker on 127.0.0.1:9092
-(``LOCAL_KAFKA_PORT`` changes the port), started on demand by :func:`kafka_for_lesson`
-or kept running with ``python local_kafka.py start``.
+the test run's broker); otherwise the course's own broker at the host and port in
+``common/config.py`` (``LOCAL_KAFKA_PORT`` changes the port).
+
+This module is a client only. Starting and stopping the course's broker, and "find or
+start a broker for this lesson" (``kafka_for_lesson``), live in ``common/kafka_broker.py``,
+which uses this module, never the reverse.
 
 The Python side uses kafka-python (``import kafka``; this module is ``common.kafka``,
 so the two never clash). Its retry chatter is silenced: a broker that is not there
@@ -34,23 +38,18 @@ CLIENT_ID = "streaming-course"
 logging.getLogger("kafka").addHandler(logging.NullHandler())
 
 
+def configured_bootstrap() -> str:
+    """KAFKA_BOOTSTRAP_SERVERS as set by the user (or the test run), '' when unset."""
+    return os.environ.get(config.KAFKA_BOOTSTRAP_ENV, "").strip()
+
+
 def bootstrap_servers() -> str:
-    """KAFKA_BOOTSTRAP_SERVERS if set, else the course's local broker (127.0.0.1:<LOCAL_KAFKA_PORT>)."""
-    configured = os.environ.get(config.KAFKA_BOOTSTRAP_ENV, "").strip()
-    return configured or f"{config.LOCAL_KAFKA_HOST}:{local_port()}"
-
-
-def local_port() -> int:
-    """The local broker's port, read when called (tests and tools may set LOCAL_KAFKA_PORT late)."""
-    return int(os.environ.get("LOCAL_KAFKA_PORT", config.LOCAL_KAFKA_PORT))
-
-
-def local_bootstrap() -> str:
-    return f"{config.LOCAL_KAFKA_HOST}:{local_port()}"
+    """KAFKA_BOOTSTRAP_SERVERS if set, else the course's local broker (config.local_kafka_bootstrap())."""
+    return configured_bootstrap() or config.local_kafka_bootstrap()
 
 
 def unreachable_advice(bootstrap: str, detail: str = "") -> str:
-    configured = os.environ.get(config.KAFKA_BOOTSTRAP_ENV, "").strip()
+    configured = configured_bootstrap()
     if configured and bootstrap == configured:
         where = (
             f"KAFKA_BOOTSTRAP_SERVERS is set to '{configured}', but no broker there answered. Check "
@@ -60,8 +59,8 @@ def unreachable_advice(bootstrap: str, detail: str = "") -> str:
     else:
         where = (
             "Start the course's own broker with 'python local_kafka.py start' (it keeps running "
-            "until 'python local_kafka.py stop'), or point KAFKA_BOOTSTRAP_SERVERS at a broker you "
-            "already run (for Docker: 'docker compose up -d', then KAFKA_BOOTSTRAP_SERVERS=localhost:9092)."
+            "until 'python local_kafka.py stop'), or point KAFKA_BOOTSTRAP_SERVERS at a broker you already "
+            f"run (for Docker: 'docker compose up -d', then KAFKA_BOOTSTRAP_SERVERS={config.DOCKER_KAFKA_BOOTSTRAP})."
         )
     return f"No Kafka broker answers at {bootstrap}. {where}" + (f" ({detail})" if detail else "")
 
@@ -72,7 +71,7 @@ def _addresses(bootstrap: str) -> list[tuple[str, int]]:
         host, _, port = part.strip().rpartition(":")
         if not host or not port.isdigit():
             raise CourseError(
-                f"'{part.strip()}' is not a Kafka address: use host:port, e.g. 127.0.0.1:9092 "
+                f"'{part.strip()}' is not a Kafka address: use host:port, e.g. {config.local_kafka_bootstrap()} "
                 "(several brokers separated by commas)."
             )
         addresses.append((host.strip("[]"), int(port)))
@@ -257,59 +256,33 @@ def _partitions(consumer, topic: str) -> list:
     return [TopicPartition(topic, number) for number in sorted(numbers)]
 
 
-@contextmanager
-def kafka_for_lesson(*, quiet: bool = False) -> Iterator[str]:
-    """Yield the bootstrap servers of a broker that answers; start the course's own if needed.
-
-    1. KAFKA_BOOTSTRAP_SERVERS set: use that cluster (CourseError if it does not answer).
-    2. A broker already answers on the local port (started by you, the tour, the test run
-       or another lesson): use it and leave it running.
-    3. Otherwise start the course's broker, say so, and stop it again on the way out.
-    """
-    from . import kafka_broker
-
-    show = (lambda text: None) if quiet else (lambda text: print(text, flush=True))
-    configured = os.environ.get(config.KAFKA_BOOTSTRAP_ENV, "").strip()
-    if configured:
-        check_reachable(configured)
-        show(f"Using the Kafka cluster in KAFKA_BOOTSTRAP_SERVERS: {configured}")
-        yield configured
-        return
-    broker = kafka_broker.LocalBroker()
-    if answers(broker.bootstrap):
-        show(f"Using the Kafka broker already running at {broker.bootstrap}.")
-        yield broker.bootstrap
-        return
-    show(
-        f"No Kafka broker at {broker.bootstrap}: starting the course's own for this run "
-        "('python local_kafka.py start' keeps one running between lessons) ..."
-    )
-    process = kafka_broker.start(broker, say=show)
-    try:
-        yield broker.bootstrap
-    finally:
-        if process is not None:
-            show("Stopping the Kafka broker this run started ...")
-            kafka_broker.stop(broker, process=process)
-
-
-# (text in a Spark/Kafka error, advice). Spark's messages are long; these are the parts
-# that identify the three Kafka failures learners actually meet.
+# (exact texts that identify one failure, advice). Spark 4 names its Kafka errors
+# ([KAFKA_DATA_LOSS.PARTITION_OFFSET_CHANGED] ...), Kafka's client names its exceptions;
+# the texts below are those names or fixed parts of Kafka's messages, not loose words.
 KNOWN_FAILURES = (
     (
-        ("failOnDataLoss", "data may have been lost", "data may have been missed"),
-        "The topic no longer holds the offsets this query's checkpoint expects: it was deleted "
-        "or recreated (for example by 'python local_kafka.py reset') after the query last ran. "
-        "Spark stops rather than silently skip data. Run the lesson again with --reset to delete "
-        "its checkpoints and read the topic from its current beginning.",
+        ("KAFKA_DATA_LOSS",),
+        "The topic no longer holds the offsets this query's checkpoint recorded: it was deleted "
+        "and created again (for example by 'python local_kafka.py reset', or lesson 08's --reset "
+        "while another lesson kept its checkpoint), or Kafka's retention removed old records, after "
+        "the query last ran. Spark stops rather than silently skip records, and this checkpoint "
+        "cannot go on from offsets that no longer exist. Run the lesson again with --reset: it "
+        "deletes the lesson's checkpoints and output (lesson 08 also empties its topics), so the "
+        "query forgets what it had read and written and starts over from what the topic holds now.",
     ),
     (
-        ("UnknownTopicOrPartition", "not present in metadata"),
-        "A topic the query reads or writes does not exist. The lessons create their topics "
-        "before starting; if you deleted one while the lesson ran, run it again.",
+        ("UnknownTopicOrPartitionException",),
+        "A topic the query reads or writes does not exist (any more). The lessons create their "
+        "topics before starting; if you deleted one while the lesson ran, run it again.",
     ),
     (
-        ("Timed out waiting for a node assignment", "Timeout of 60000ms expired", "disconnected"),
+        ("not present in metadata after",),
+        "Kafka could not tell Spark where a topic lives: the topic does not exist and the broker "
+        "does not create topics on first use, or the broker stopped answering. Check it with "
+        "'python local_kafka.py status' and 'python local_kafka.py topics', then run the lesson again.",
+    ),
+    (
+        ("Timed out waiting for a node assignment", "expired before the position for partition"),
         "Spark lost its connection to the Kafka broker. Check that it still runs "
         "('python local_kafka.py status') and run the lesson again.",
     ),

@@ -5,20 +5,32 @@
     python local_kafka.py topics   # list the topics (--create NAME adds one)
     python local_kafka.py stop     # SIGTERM, wait, then kill if it must
 
+    with kafka_for_lesson() as bootstrap:      # a lesson: a broker for this run, whatever it takes
+        ...
+
 How it works
   - Jars: Apache Ivy (it ships inside pyspark, as Spark's own dependency resolver)
-    fetches ``org.apache.kafka:kafka_2.13`` and its dependencies from Maven Central
-    into ``.runtime/kafka/lib/``: 45 jars, 43 MB, about a minute the first time.
-    Ivy keeps a copy in ~/.ivy2/cache, so a second course folder (or a test run's
-    temporary one) gets them in a second. No Kafka download or install by hand.
+    fetches ``org.apache.kafka:kafka_<SCALA_BINARY>`` (the Scala build in common/config.py)
+    and its dependencies from Maven Central: 45 jars, 43 MB, about a minute the first time.
+  - Where the jars live: ONE folder per Kafka version, shared by every course folder and
+    every test run: ``~/.cache/streaming-course/kafka_<scala>-<version>/`` (``$XDG_CACHE_HOME``
+    is honoured; ``%LOCALAPPDATA%`` on Windows), or that subfolder inside the folder named
+    by the environment variable ``STREAMING_COURSE_KAFKA_JARS``. Why not ``.runtime/``,
+    where they used to be: the jars are the same for everyone, never change for a version
+    and are not the learner's data; the test suite starts a broker of its own in a
+    temporary folder, and must neither download 43 MB on every run nor write into the
+    learner's ``.runtime/``. A user cache folder is the one place both can share, and
+    deleting it only costs a new fetch (Ivy also keeps a copy in ~/.ivy2/cache, so even
+    that takes seconds). A fetch takes a lock and ends with a rename, so two starts at
+    once never mix their jars. (An old ``.runtime/kafka/lib`` is no longer read: delete it.)
   - Storage: ``kafka.tools.StorageTool format`` writes the KRaft metadata once
     (Kafka 4 has no ZooKeeper: the broker is its own controller).
   - Process: ``java kafka.Kafka server.properties`` with process.roles=broker,controller,
-    listening on 127.0.0.1 only, single-replica internal topics, a 512 MB heap.
+    listening on the loopback address only, single-replica internal topics, a 512 MB heap.
     Its logs go to ``.runtime/kafka/logs/server.log``, never to your terminal.
 
-Everything lives under ``.runtime/kafka/`` (git-ignored): delete that folder to start
-from scratch (``python local_kafka.py reset`` deletes the data and logs, keeps the jars).
+The broker's data, logs and configuration live under ``.runtime/kafka/`` (git-ignored):
+``python local_kafka.py reset`` deletes the data and logs.
 """
 
 from __future__ import annotations
@@ -37,11 +49,15 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from . import config, paths
+from .config import SCALA_BINARY
 from .environment import java_executable, require_java
 from .errors import CourseError
+from .kafka import answers, check_reachable, configured_bootstrap
 
 KAFKA_VERSION = "4.4.0"
-SCALA_BINARY = "2.13"
+# A folder of your choice for the broker's jars, instead of the user cache folder (the course
+# keeps them in a subfolder per Kafka version there, and never deletes anything else).
+KAFKA_JARS_ENV = "STREAMING_COURSE_KAFKA_JARS"
 # Kafka's pom brings log4j-api/log4j-core 2.25.5 but no SLF4J binding: without this
 # one the broker would print "No SLF4J providers were found" and log nothing.
 LOG4J_SLF4J_BINDING = ("org.apache.logging.log4j", "log4j-slf4j2-impl", "2.25.5")
@@ -59,24 +75,31 @@ def _print(text: str) -> None:
     print(text, flush=True)
 
 
+def shared_jar_dir() -> Path:
+    """The folder of the broker's jars: one per Kafka version, under STREAMING_COURSE_KAFKA_JARS or a user cache."""
+    configured = os.environ.get(KAFKA_JARS_ENV, "").strip()
+    if configured:
+        base = Path(configured).expanduser().resolve()
+    elif os.name == "nt":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local") / "streaming-course"
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "streaming-course"
+    return base / f"kafka_{SCALA_BINARY}-{KAFKA_VERSION}"
+
+
 @dataclass(frozen=True)
 class LocalBroker:
-    """Where the course's broker listens and keeps its files."""
+    """Where the course's broker listens and keeps its files (the defaults: the learner's broker)."""
 
     host: str = config.LOCAL_KAFKA_HOST
-    port: int = field(default_factory=lambda: int(os.environ.get("LOCAL_KAFKA_PORT", config.LOCAL_KAFKA_PORT)))
-    controller_port: int = field(
-        default_factory=lambda: int(os.environ.get("LOCAL_KAFKA_CONTROLLER_PORT", config.LOCAL_KAFKA_CONTROLLER_PORT))
-    )
+    port: int = field(default_factory=config.local_kafka_port)
+    controller_port: int = field(default_factory=config.local_kafka_controller_port)
     home: Path = field(default_factory=lambda: paths.RUNTIME_DIR / "kafka")
+    lib_dir: Path = field(default_factory=shared_jar_dir)
 
     @property
     def bootstrap(self) -> str:
         return f"{self.host}:{self.port}"
-
-    @property
-    def lib_dir(self) -> Path:
-        return self.home / "lib"
 
     @property
     def data_dir(self) -> Path:
@@ -108,7 +131,8 @@ class Status:
     def describe(self) -> str:
         where = (
             f"  bootstrap servers: {self.broker.bootstrap} (controller on port {self.broker.controller_port})\n"
-            f"  data and logs:     {paths.display(self.broker.home)}"
+            f"  data and logs:     {paths.display(self.broker.home)}\n"
+            f"  jars:              {self.broker.lib_dir}"
         )
         if self.pid and self.answers:
             return f"The course's Kafka broker is running (PID {self.pid}).\n{where}"
@@ -126,8 +150,6 @@ class Status:
 
 
 def status(broker: LocalBroker) -> Status:
-    from .kafka import answers
-
     return Status(broker, running_pid(broker), answers(broker.bootstrap, PROBE_SECONDS))
 
 
@@ -170,8 +192,6 @@ def start(broker: LocalBroker, *, say: Say = _print, timeout: float = START_TIME
     Raises CourseError with advice for a busy port, a missing Java, a failed download
     or a broker that does not come up (with the tail of its log).
     """
-    from .kafka import answers
-
     broker.home.mkdir(parents=True, exist_ok=True)
     with _start_lock(broker):
         if answers(broker.bootstrap, PROBE_SECONDS):
@@ -203,15 +223,19 @@ def start(broker: LocalBroker, *, say: Say = _print, timeout: float = START_TIME
         return process
 
 
+def _start_lock(broker: LocalBroker):
+    """One start at a time per broker folder (two lessons started at once)."""
+    return _file_lock(broker.home / "start.lock")
+
+
 @contextmanager
-def _start_lock(broker: LocalBroker) -> Iterator[None]:
-    """One start at a time per course folder (two lessons, or a lesson and the test run)."""
+def _file_lock(path: Path) -> Iterator[None]:
     try:
         import fcntl
-    except ImportError:  # Windows: no advisory locks; starts are rare enough
+    except ImportError:  # Windows: no advisory locks; starts and fetches are rare enough
         yield
         return
-    with open(broker.home / "start.lock", "w") as handle:
+    with open(path, "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
@@ -223,8 +247,8 @@ def _check_ports_free(broker: LocalBroker) -> None:
     from .simulators import port_open
 
     for port, role, variable in (
-        (broker.port, "client (PLAINTEXT)", "LOCAL_KAFKA_PORT"),
-        (broker.controller_port, "controller", "LOCAL_KAFKA_CONTROLLER_PORT"),
+        (broker.port, "client (PLAINTEXT)", config.LOCAL_KAFKA_PORT_ENV),
+        (broker.controller_port, "controller", config.LOCAL_KAFKA_CONTROLLER_PORT_ENV),
     ):
         if port_open(broker.host, port):
             raise CourseError(
@@ -268,9 +292,8 @@ def _launch(broker: LocalBroker) -> subprocess.Popen:
     return process
 
 
-def _wait_until_ready(broker: LocalBroker, process: subprocess.Popen | None, timeout: float, *, pid: int | None = None) -> None:
-    from .kafka import answers
-
+def _wait_until_ready(broker: LocalBroker, process: subprocess.Popen | None, timeout: float, *,
+                     pid: int | None = None) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         exited = process.poll() is not None if process is not None else not _is_kafka_process(pid or -1)
@@ -317,7 +340,9 @@ def ivy_jar() -> Path:
         )
     jars = sorted((Path(spec.origin).parent / "jars").glob("ivy-*.jar"))
     if not jars:
-        raise CourseError(f"No ivy-*.jar in {Path(spec.origin).parent / 'jars'}: reinstall pyspark (pip install -r requirements.txt).")
+        raise CourseError(
+            f"No ivy-*.jar in {Path(spec.origin).parent / 'jars'}: reinstall pyspark (pip install -r requirements.txt)."
+        )
     return jars[-1]
 
 
@@ -335,12 +360,28 @@ def jars_ready(broker: LocalBroker) -> bool:
 
 
 def ensure_jars(broker: LocalBroker, *, say: Say = _print) -> Path:
-    """Fetch the broker's jars into ``lib/`` unless they are there already; return the folder."""
+    """Fetch the broker's jars into the shared folder unless they are there already; return it."""
     if jars_ready(broker):
         return broker.lib_dir
     require_java()
+    try:
+        broker.lib_dir.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise CourseError(
+            f"Cannot create {broker.lib_dir.parent} for the Kafka broker's jars ({error.strerror}). Set "
+            f"{KAFKA_JARS_ENV} to a folder you can write, e.g. {KAFKA_JARS_ENV}=$HOME/kafka-jars "
+            "(the same value for every course command)."
+        ) from error
+    # A lesson and a test run may start a broker at the same moment: one fetch at a time.
+    with _file_lock(broker.lib_dir.with_name(broker.lib_dir.name + ".lock")):
+        if not jars_ready(broker):  # another process may have fetched them while this one waited
+            _fetch_jars(broker, say)
+    return broker.lib_dir
+
+
+def _fetch_jars(broker: LocalBroker, say: Say) -> None:
     broker.log_dir.mkdir(parents=True, exist_ok=True)
-    partial = broker.home / "lib.partial"
+    partial = broker.lib_dir.with_name(broker.lib_dir.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     ivy_xml = broker.home / "ivy.xml"
     dependencies = "\n".join(
@@ -353,8 +394,8 @@ def ensure_jars(broker: LocalBroker, *, say: Say = _print) -> Path:
         encoding="utf-8",
     )
     say(
-        f"Fetching the Kafka {KAFKA_VERSION} broker jars (once: about 45 files, 43 MB from Maven "
-        "Central; Ivy caches them in ~/.ivy2/cache) ..."
+        f"Fetching the Kafka {KAFKA_VERSION} broker jars (once for all course folders: about 45 files, "
+        "43 MB from Maven Central; Ivy caches them in ~/.ivy2/cache) ..."
     )
     ivy_log = broker.log_dir / "ivy.log"
     started = time.monotonic()
@@ -377,27 +418,27 @@ def ensure_jars(broker: LocalBroker, *, say: Say = _print) -> Path:
         failed = True
     if failed:
         shutil.rmtree(partial, ignore_errors=True)
-        raise CourseError(download_advice(ivy_log))
-    shutil.rmtree(broker.lib_dir, ignore_errors=True)
+        raise CourseError(download_advice(broker, ivy_log))
+    (partial / ".complete").write_text(_stamp() + "\n")
+    shutil.rmtree(broker.lib_dir, ignore_errors=True)  # an incomplete folder from an interrupted fetch
     partial.rename(broker.lib_dir)
-    (broker.lib_dir / ".complete").write_text(_stamp() + "\n")
     jars = list(broker.lib_dir.glob("*.jar"))
     size = sum(jar.stat().st_size for jar in jars) / 1e6
-    say(f"Fetched {len(jars)} jars ({size:.0f} MB) in {time.monotonic() - started:.0f} s into {paths.display(broker.lib_dir)}.")
-    return broker.lib_dir
+    say(f"Fetched {len(jars)} jars ({size:.0f} MB) in {time.monotonic() - started:.0f} s into {broker.lib_dir}.")
 
 
-def download_advice(ivy_log: Path) -> str:
+def download_advice(broker: LocalBroker, ivy_log: Path) -> str:
     try:
         lines = ivy_log.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         lines = []
-    clues = [line.strip() for line in lines if any(word in line for word in ("UNRESOLVED", "FAILED", "not found", "Exception", "unknown"))]
+    words = ("UNRESOLVED", "FAILED", "not found", "Exception", "unknown")
+    clues = [line.strip() for line in lines if any(word in line for word in words)]
     clue = f" Ivy said: {clues[0][:250]}" if clues else ""
     return (
         f"Could not download the Kafka {KAFKA_VERSION} broker jars. The first start of the course's "
         "own Kafka broker fetches them from Maven Central (about a minute, 43 MB); later starts use "
-        "the copy in .runtime/kafka/lib. Check that this machine can reach Maven Central (behind a "
+        f"the copy in {broker.lib_dir}. Check that this machine can reach Maven Central (behind a "
         "proxy, set JAVA_TOOL_OPTIONS='-Dhttps.proxyHost=HOST -Dhttps.proxyPort=PORT'), then retry "
         "with 'python local_kafka.py start'. Or skip the download: point KAFKA_BOOTSTRAP_SERVERS at "
         f"a Kafka broker you already run. Full log: {paths.display(ivy_log)}.{clue}"
@@ -504,7 +545,8 @@ def format_storage(broker: LocalBroker, *, say: Say = _print) -> None:
 # --- stop and reset ------------------------------------------------------------------------
 
 
-def stop(broker: LocalBroker, *, process: subprocess.Popen | None = None, timeout: float = STOP_TIMEOUT_SECONDS) -> bool:
+def stop(broker: LocalBroker, *, process: subprocess.Popen | None = None,
+         timeout: float = STOP_TIMEOUT_SECONDS) -> bool:
     """Stop our broker: SIGTERM (a clean shutdown), then SIGKILL after ``timeout``. True if one ran."""
     pid = process.pid if process is not None else running_pid(broker)
     if pid is None or (process is not None and process.poll() is not None):
@@ -548,3 +590,40 @@ def reset(broker: LocalBroker) -> None:
     stop(broker)
     for folder in (broker.data_dir, broker.log_dir):
         shutil.rmtree(folder, ignore_errors=True)
+
+
+# --- a broker for a lesson ------------------------------------------------------------------
+
+
+@contextmanager
+def kafka_for_lesson(*, quiet: bool = False) -> Iterator[str]:
+    """Yield the bootstrap servers of a broker that answers; start the course's own if needed.
+
+    1. KAFKA_BOOTSTRAP_SERVERS set: use that cluster (CourseError if it does not answer).
+    2. A broker already answers on the local port (started by you, the tour or another
+       lesson): use it and leave it running.
+    3. Otherwise start the course's broker, say so, and stop it again on the way out.
+    """
+    show = (lambda text: None) if quiet else (lambda text: print(text, flush=True))
+    configured = configured_bootstrap()
+    if configured:
+        check_reachable(configured)
+        show(f"Using the Kafka cluster in KAFKA_BOOTSTRAP_SERVERS: {configured}")
+        yield configured
+        return
+    broker = LocalBroker()
+    if answers(broker.bootstrap):
+        show(f"Using the Kafka broker already running at {broker.bootstrap}.")
+        yield broker.bootstrap
+        return
+    show(
+        f"No Kafka broker at {broker.bootstrap}: starting the course's own for this run "
+        "('python local_kafka.py start' keeps one running between lessons) ..."
+    )
+    process = start(broker, say=show)
+    try:
+        yield broker.bootstrap
+    finally:
+        if process is not None:
+            show("Stopping the Kafka broker this run started ...")
+            stop(broker, process=process)

@@ -16,10 +16,10 @@ import os
 import sys
 from typing import Sequence
 
+from .config import SCALA_BINARY
 from .environment import require_java
 from .errors import CourseError
 
-SCALA_BINARY = "2.13"
 # The SQLite JDBC driver used by lesson 10's default database.
 SQLITE_JDBC_PACKAGE = "org.xerial:sqlite-jdbc:3.50.3.0"
 DEFAULT_MASTER = "local[*]"

@@ -10,7 +10,8 @@ import pytest
 
 from common import config, paths
 from common.errors import CourseError
-from common.kafka import end_offsets, kafka_for_lesson, local_bootstrap
+from common.kafka import end_offsets
+from common.kafka_broker import kafka_for_lesson
 from conftest import free_port, run_script, silent_listener
 
 # kafka-python 3.0 loads its protocol schemas with importlib.resources calls that Python 3.11 deprecates.
