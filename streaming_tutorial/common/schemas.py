@@ -3,6 +3,9 @@
 Streaming file and Kafka sources cannot infer a schema from data that has not
 arrived yet, so each lesson reads with one of these, and each simulator writes
 records that match them (the tests check that they agree).
+
+A field with ``nullable=False`` is required: ``sources.parse_json`` quarantines a
+record without it (the file and Kafka readers themselves treat every field as nullable).
 """
 
 from pyspark.sql.types import (
@@ -18,57 +21,57 @@ from pyspark.sql.types import (
 # data/input_stream: payment transactions (simulate_file_data.py).
 TRANSACTION_SCHEMA = StructType(
     [
-        StructField("transaction_id", StringType()),
-        StructField("user_id", StringType()),
-        StructField("amount", DoubleType()),
+        StructField("transaction_id", StringType(), nullable=False),
+        StructField("user_id", StringType(), nullable=False),
+        StructField("amount", DoubleType(), nullable=False),
         StructField("category", StringType()),
-        StructField("timestamp", TimestampType()),
+        StructField("timestamp", TimestampType(), nullable=False),
     ]
 )
 
 # data/ecommerce_events: the view -> cart -> purchase funnel (generate_ecommerce_events.py).
 ECOMMERCE_EVENT_SCHEMA = StructType(
     [
-        StructField("event_id", StringType()),
-        StructField("user_id", StringType()),
-        StructField("event_type", StringType()),  # view | cart | purchase
+        StructField("event_id", StringType(), nullable=False),
+        StructField("user_id", StringType(), nullable=False),
+        StructField("event_type", StringType(), nullable=False),  # view | cart | purchase
         StructField("product_id", StringType()),
         StructField("product_name", StringType()),
         StructField("category", StringType()),
         StructField("price", DoubleType()),
         StructField("quantity", IntegerType()),
-        StructField("timestamp", TimestampType()),
+        StructField("timestamp", TimestampType(), nullable=False),
     ]
 )
 
 # data/sensor_readings: temperature readings, some late and out of order.
 SENSOR_SCHEMA = StructType(
     [
-        StructField("reading_id", LongType()),
-        StructField("sensor_id", StringType()),
+        StructField("reading_id", LongType(), nullable=False),
+        StructField("sensor_id", StringType(), nullable=False),
         StructField("temperature", DoubleType()),
         StructField("humidity", DoubleType()),
-        StructField("event_time", TimestampType()),
+        StructField("event_time", TimestampType(), nullable=False),
     ]
 )
 
 # Ad impressions and clicks (lesson 09's stream-stream join).
 IMPRESSION_SCHEMA = StructType(
     [
-        StructField("impression_id", StringType()),
+        StructField("impression_id", StringType(), nullable=False),
         StructField("ad_id", StringType()),
         StructField("user_id", StringType()),
-        StructField("impression_time", TimestampType()),
+        StructField("impression_time", TimestampType(), nullable=False),
     ]
 )
 
 CLICK_SCHEMA = StructType(
     [
-        StructField("click_id", StringType()),
-        StructField("impression_id", StringType()),
+        StructField("click_id", StringType(), nullable=False),
+        StructField("impression_id", StringType(), nullable=False),
         StructField("ad_id", StringType()),
         StructField("user_id", StringType()),
-        StructField("click_time", TimestampType()),
+        StructField("click_time", TimestampType(), nullable=False),
     ]
 )
 
