@@ -1,0 +1,30 @@
+"""common.checkpoints: what a second run says it resumes."""
+
+from __future__ import annotations
+
+from common import checkpoints
+
+
+def make_checkpoint(folder, offsets, commits):
+    for name, ids in (("offsets", offsets), ("commits", commits)):
+        (folder / name).mkdir(parents=True)
+        for batch_id in ids:
+            (folder / name / str(batch_id)).write_text("v1\n")
+            (folder / name / f".{batch_id}.crc").write_text("")
+
+
+def test_describe_names_every_query_and_its_last_commit(tmp_path):
+    root = tmp_path / "04_multiple_sinks"
+    make_checkpoint(root / "console", [0, 1, 2], [0, 1, 2])
+    make_checkpoint(root / "parquet", [0, 1, 2, 10], [0, 1, 2, 10])
+    make_checkpoint(root / "memory", [0], [])  # crashed before its first commit
+
+    text = checkpoints.describe(root)
+
+    assert text.endswith("resuming console after batch 2, memory (no batch committed), parquet after batch 10.")
+    assert checkpoints.last_commit(root / "parquet") == 10  # numbers, not names: 10 > 2
+
+
+def test_describe_says_when_there_is_nothing_to_resume(tmp_path):
+    assert "none yet" in checkpoints.describe(tmp_path / "missing")
+    assert checkpoints.query_checkpoints(tmp_path / "missing") == []

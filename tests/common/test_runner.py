@@ -1,0 +1,106 @@
+"""common.runner: the one run-control policy every lesson uses, on real queries."""
+
+from __future__ import annotations
+
+from argparse import Namespace
+from types import SimpleNamespace
+
+import pytest
+from pyspark.errors import StreamingQueryException
+
+from common.files import json_lines, write_atomically
+from common.runner import first_batch_running, foreach_batch, pick_trigger, run_queries
+
+
+def memory_query(spark, folder, name, checkpoint, **trigger):
+    stream = spark.readStream.schema("n INT").option("maxFilesPerTrigger", 1).json(str(folder))
+    return (stream.writeStream.format("memory").queryName(name).option("checkpointLocation", str(checkpoint))
+            .trigger(**(trigger or {"processingTime": "100 milliseconds"})).start())
+
+
+def write_files(folder, count):
+    for number in range(count):
+        write_atomically(folder, f"part-{number}.json", json_lines([{"n": number}]))
+
+
+def test_pick_trigger_follows_the_flags():
+    assert pick_trigger(Namespace(available_now=False), "2 seconds") == {"processingTime": "2 seconds"}
+    assert pick_trigger(Namespace(available_now=True), "2 seconds") == {"availableNow": True}
+    assert pick_trigger(Namespace(), "5 seconds") == {"processingTime": "5 seconds"}
+
+
+def test_a_finished_input_is_drained_then_the_query_stops(spark, tmp_path):
+    write_files(tmp_path / "in", 5)
+    query = memory_query(spark, tmp_path / "in", "drained", tmp_path / "cp")
+    calls = []
+
+    # The input is done from the start: every file is processed, then the query stops.
+    run_queries([query], Namespace(duration=600), until=lambda: True, every=lambda: calls.append(1), every_seconds=0)
+
+    assert not query.isActive
+    assert sorted(row.n for row in spark.table("drained").collect()) == [0, 1, 2, 3, 4]
+    assert calls, "every() runs while the queries run"
+
+
+def test_available_now_runs_to_the_end_whatever_the_duration(spark, tmp_path):
+    write_files(tmp_path / "in", 4)
+    query = memory_query(spark, tmp_path / "in", "backfill", tmp_path / "cp", availableNow=True)
+
+    run_queries([query], Namespace(duration=0.001, available_now=True))
+
+    assert sorted(row.n for row in spark.table("backfill").collect()) == [0, 1, 2, 3]
+    assert len([p for p in query.recentProgress if p["numInputRows"]]) == 4  # one file per batch
+
+
+def test_the_duration_stops_an_endless_query_between_batches(spark):
+    query = spark.readStream.format("rate").load().writeStream.format("noop").start()
+
+    # 0.0004 s once became awaitTermination(0 ms), which the JVM refuses.
+    run_queries([query], Namespace(duration=0.0004))
+
+    assert not query.isActive
+    assert query.exception() is None
+
+
+def test_a_failing_query_raises_its_failure(spark, tmp_path):
+    write_files(tmp_path / "in", 1)
+
+    def broken(batch, batch_id):
+        raise ValueError("a bug in the sink")
+
+    stream = spark.readStream.schema("n INT").json(str(tmp_path / "in"))
+    query = stream.writeStream.foreachBatch(broken).option("checkpointLocation", str(tmp_path / "cp")).start()
+
+    with pytest.raises(StreamingQueryException, match="a bug in the sink"):
+        run_queries([query], Namespace(duration=600))
+    assert not query.isActive
+
+
+def fake_query(progress, trigger_active):
+    return SimpleNamespace(recentProgress=progress, status={"isTriggerActive": trigger_active})
+
+
+def test_first_batch_grace_applies_only_while_a_first_batch_runs():
+    assert first_batch_running([fake_query([], True)])
+    assert first_batch_running([fake_query([{"numInputRows": 0}], True)])
+    assert not first_batch_running([fake_query([], False)])  # no input yet: nothing to wait for
+    assert not first_batch_running([fake_query([{"numInputRows": 3}], True)])  # a batch is done
+
+
+def test_foreach_batch_turns_an_interruption_into_one_line_and_passes_other_errors():
+    def interrupted(batch, batch_id):
+        raise RuntimeError("An error occurred while calling o139.collectToPython.\n: java.lang.InterruptedException\n"
+                           + "\tat java.base/...\n" * 500)
+
+    def broken(batch, batch_id):
+        raise ValueError("a real bug")
+
+    with pytest.raises(RuntimeError) as caught:
+        foreach_batch(interrupted)(None, 0)
+    assert str(caught.value) == (
+        "py4j.protocol.Py4JJavaError: An error occurred while calling a Spark job: java.lang.InterruptedException"
+    )
+    assert caught.value.__suppress_context__
+    with pytest.raises(ValueError, match="a real bug"):
+        foreach_batch(broken)(None, 0)
+    assert foreach_batch(lambda batch, batch_id: batch_id * 2)(None, 21) == 42

@@ -1,0 +1,68 @@
+"""common.sources: every JSON record is either a good row or quarantined with its reason."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql.types import DoubleType, StringType, StructField, StructType, TimestampType
+
+from common.files import write_atomically
+from common.sources import parse_json, quarantined, read_json_lines, read_products, valid_records
+
+SCHEMA = StructType([
+    StructField("id", StringType(), nullable=False),
+    StructField("amount", DoubleType()),
+    StructField("note", StringType()),
+    StructField("at", TimestampType(), nullable=False),
+])
+
+GOOD = '{"id":"a","amount":1.5,"at":"2025-01-15T10:30:00Z"}'
+CASES = [
+    (GOOD, None),
+    ('{"id":"b","amount":2,"at":"2025-01-15T10:30:00Z","extra":"ignored"}', None),
+    ('{"id":"c","amount":1.', "not a JSON object"),
+    ("not json at all", "not a JSON object"),
+    ('[{"id":"d"}]', "not a JSON object"),
+    ("", "empty line"),
+    ('{"id":"e","amount":"ten","at":"2025-01-15T10:30:00Z"}', "a field has the wrong type"),
+    ('{"amount":3.0,"at":"2025-01-15T10:30:00Z"}', "missing id"),
+    ('{"id":"f"}', "missing at"),
+    ('{"id":"g","at":"yesterday"}', "a field has the wrong type"),
+    ('{"id":"h","amount":1e400,"at":"2025-01-15T10:30:00Z"}', "amount is not a finite number"),
+]
+
+
+@pytest.fixture(scope="module")
+def parsed(spark):
+    lines = spark.createDataFrame([(text,) for text, _ in CASES], "value string")
+    return parse_json(lines, SCHEMA)
+
+
+def test_each_bad_kind_gets_its_reason(parsed):
+    reasons = {row.value: row.quarantine_reason for row in parsed.collect()}
+    assert reasons == {text: reason for text, reason in CASES}
+
+
+def test_good_plus_quarantined_is_every_line(parsed):
+    good = valid_records(parsed, SCHEMA).collect()
+    bad = quarantined(parsed).collect()
+    assert [row.id for row in good] == ["a", "b"]
+    assert good[0].amount == 1.5
+    assert len(good) + len(bad) == len(CASES)
+    assert {row.raw_line for row in bad} == {text for text, reason in CASES if reason}
+
+
+def test_file_lines_carry_their_file_name(spark, tmp_path):
+    write_atomically(tmp_path / "in", "one.json", GOOD + "\n{broken\n")
+    lines = read_json_lines(spark, tmp_path / "in")
+    query = (parse_json(lines, SCHEMA).writeStream.format("memory").queryName("parsed_lines")
+             .option("checkpointLocation", str(tmp_path / "cp")).trigger(availableNow=True).start())
+    query.awaitTermination()
+    rows = sorted(spark.table("parsed_lines").collect(), key=lambda row: row.value)
+    assert [(row.source_file, row.quarantine_reason) for row in rows] == [
+        ("one.json", None), ("one.json", "not a JSON object")]
+
+
+def test_the_catalogue_reads_with_its_schema(spark):
+    products = read_products(spark)
+    assert products.columns == ["product_id", "product_name", "category", "list_price"]
+    assert products.count() > 0
