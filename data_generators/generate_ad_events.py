@@ -195,8 +195,9 @@ def ad_files(chunks: list[tuple[list[dict], list[dict]]], base_time: datetime, s
     for number, (impressions, clicks) in enumerate(chunks):
         # Impressions first: with no late records, a click's impression is already there.
         batch = [SimFile(f"impressions/impressions-{stamp}-{number:04d}.json", json_lines(impressions),
-                         f"{len(impressions)} impressions"),
-                 SimFile(f"clicks/clicks-{stamp}-{number:04d}.json", json_lines(clicks), f"{len(clicks)} clicks")]
+                         f"{len(impressions)} impression{'s' * (len(impressions) != 1)}"),
+                 SimFile(f"clicks/clicks-{stamp}-{number:04d}.json", json_lines(clicks),
+                         f"{len(clicks)} click{'s' * (len(clicks) != 1)}")]
         yield [file for file in batch if file.text]
 
 
