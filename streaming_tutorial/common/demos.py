@@ -2,7 +2,8 @@
 
 - ``show_refusal``: try a query Spark does not allow, and print Spark's own message.
 - ``replay``: run a small, fixed scenario micro-batch by micro-batch (one file per
-  batch, ``common.microbatch``) and print what the sink received in each.
+  batch, ``common.microbatch``) and print what the sink received in each;
+  ``replay_streams`` does the same for a query with several inputs (a stream-stream join).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from typing import Callable, Sequence
 
 from . import paths
 from .errors import CourseError
-from .microbatch import Run, collect_batches, stream_batches, write_batches
+from .files import json_lines, write_atomically
+from .microbatch import Run, collect_batches, finish_run, start_collecting, stream_batches, write_batches
 from .narration import first_line
 
 REFUSAL_TIMEOUT_SECONDS = 120  # a refused query that started must fail within this long
@@ -57,37 +59,102 @@ class Output:
 def replay(spark, batches: Sequence[Sequence[dict]], schema, outputs: dict[str, Output], workdir: Path, *,
            describe_input: Callable[[Sequence[dict]], str],
            describe_rows: Callable[[list], str],
-           show: bool = True) -> dict[str, Run]:
+           show: bool = True,
+           edits: dict[int, Callable[[], str]] | None = None) -> dict[str, Run]:
     """Run each output over the scenario, one input file per micro-batch, from a fresh start.
 
     Prints, batch by batch, what the batch read, the watermark it ran with, and what
     each output sent to its sink. Returns the runs (rows and progress per batch).
     The scenario starts afresh every time (input and checkpoints under ``workdir``),
     so a lesson shows the same table on every run.
+
+    ``edits`` ({batch number: change}) changes the world between micro-batches, e.g. the
+    static side of a join: ``change()`` runs after the batch before it has finished, and
+    the line it returns is printed before that batch. (The outputs then run one batch at
+    a time; use it for queries without a watermark, which run no extra empty batches.)
+    """
+    return replay_streams(spark, {"input": (batches, schema)}, outputs, workdir,
+                          describe_input=lambda inputs: describe_input(inputs["input"]),
+                          describe_rows=describe_rows, show=show, edits=edits)
+
+
+def replay_streams(spark, inputs: dict[str, tuple[Sequence[Sequence[dict]], object]], outputs: dict[str, Output],
+                   workdir: Path, *,
+                   describe_input: Callable[[dict[str, Sequence[dict]]], str],
+                   describe_rows: Callable[[list], str],
+                   show: bool = True,
+                   edits: dict[int, Callable[[], str]] | None = None) -> dict[str, Run]:
+    """``replay`` for a query with several inputs, e.g. a stream-stream join.
+
+    ``inputs`` maps a name to (batches, schema); micro-batch N reads batch N of every
+    input (an input with fewer batches reads nothing). Each output's ``build`` gets one
+    stream per input, in the order of ``inputs``; ``describe_input`` gets
+    ``{name: that input's records in the batch}``.
     """
     if workdir.exists():
         paths.remove_tree(workdir, allow_outside=True)
-    stream = stream_batches(spark, write_batches(workdir / "input", batches), schema)
+    count = max(len(batches) for batches, _ in inputs.values())
+    scenario = [{name: list(batches[n]) if n < len(batches) else [] for name, (batches, _) in inputs.items()}
+                for n in range(count)]
+    folders = {name: workdir / "input" / name for name in inputs}
+    for folder in folders.values():
+        folder.mkdir(parents=True)
+    if not edits:
+        for name, folder in folders.items():
+            write_batches(folder, [batch[name] for batch in scenario])
+    streams = [stream_batches(spark, folders[name], schema) for name, (_, schema) in inputs.items()]
+    notes: dict[int, str] = {}
+    if edits:
+        runs = _run_step_by_step(streams, outputs, workdir, scenario, folders, edits, notes)
+    else:
+        runs = _run_at_once(streams, outputs, workdir)
+    if show:
+        print_replay(scenario, runs, describe_input, describe_rows, notes)
+    return runs
 
+
+def _run_at_once(streams, outputs: dict[str, Output], workdir: Path) -> dict[str, Run]:
     def run(label: str, output: Output) -> Run:
-        return collect_batches(output.build(stream), workdir / "checkpoints" / label,
+        return collect_batches(output.build(*streams), workdir / "checkpoints" / label,
                                output_mode=output.mode, sort_key=output.sort_key)
 
     # Independent queries: running them at once takes about half the time on two cores.
     with ThreadPoolExecutor(max_workers=len(outputs)) as pool:
         futures = {label: pool.submit(run, label, output) for label, output in outputs.items()}
-        runs = {label: future.result() for label, future in futures.items()}
-    if show:
-        print_replay(batches, runs, describe_input, describe_rows)
-    return runs
+        return {label: future.result() for label, future in futures.items()}
 
 
-def print_replay(batches, runs: dict[str, Run], describe_input, describe_rows) -> None:
-    """What each batch read, its watermark, and what each output sent to its sink."""
+def _run_step_by_step(streams, outputs: dict[str, Output], workdir: Path, scenario, folders, edits,
+                      notes: dict[int, str]) -> dict[str, Run]:
+    started = {label: start_collecting(output.build(*streams), workdir / "checkpoints" / label,
+                                       output_mode=output.mode, sort_key=output.sort_key)
+               for label, output in outputs.items()}
+    try:
+        for number, batch in enumerate(scenario):
+            if number in edits:
+                notes[number] = edits[number]()
+            for name, folder in folders.items():
+                write_atomically(folder, f"batch-{number:04d}.json", json_lines(batch[name]))
+            for query, _ in started.values():
+                query.processAllAvailable()
+    finally:
+        for query, _ in started.values():
+            query.stop()
+    for query, _ in started.values():
+        if query.exception() is not None:
+            raise query.exception()
+    return {label: finish_run(query, run) for label, (query, run) in started.items()}
+
+
+def print_replay(batches, runs: dict[str, Run], describe_input, describe_rows,
+                 notes: dict[int, str] | None = None) -> None:
+    """What each batch read, its watermark, and what each output sent to its sink (after ``notes[N]``, if any)."""
     ids = sorted({batch.batch_id for run in runs.values() for batch in run.batches})
     width = max(len(label) for label in runs)
     lines = []
     for batch_id in ids:
+        if batch_id in (notes or {}):
+            lines.append(f"Before batch {batch_id}: {notes[batch_id]}")
         read = describe_input(batches[batch_id]) if batch_id < len(batches) else \
             "nothing new (the watermark moved, so Spark runs one more batch)"
         lines.append(f"Batch {batch_id} reads: {read}")

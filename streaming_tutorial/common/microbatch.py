@@ -70,6 +70,26 @@ def collect_batches(
     for the small inputs this is meant for. Empty batches (no new data, but the
     watermark moved, so e.g. append-mode windows were finalised) are kept too.
     """
+    query, run = start_collecting(streaming_df, checkpoint, output_mode=output_mode, sort_key=sort_key,
+                                  trigger={"availableNow": True})
+    try:
+        finished = query.awaitTermination(timeout)
+    finally:
+        if query.isActive:
+            query.stop()
+    if not finished:
+        raise TimeoutError(f"the query did not finish its input within {timeout} s")
+    return finish_run(query, run)
+
+
+def start_collecting(streaming_df, checkpoint: Path, *, output_mode: str = "append",
+                     sort_key: Callable | None = None, trigger: dict | None = None) -> tuple:
+    """Start ``streaming_df`` into a foreachBatch sink that keeps each batch's rows: (query, Run).
+
+    Without ``trigger`` the query runs a batch as soon as there is new input; drive it
+    with ``processAllAvailable()`` (see ``demos.replay``'s ``edits``), stop it, then
+    call :func:`finish_run`.
+    """
     run = Run()
     lock = threading.Lock()
 
@@ -78,20 +98,15 @@ def collect_batches(
         with lock:
             run.batches.append(BatchResult(batch_id, sorted(rows, key=sort_key) if sort_key else rows))
 
-    query = (
-        streaming_df.writeStream.outputMode(output_mode)
-        .foreachBatch(keep)
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .start()
-    )
-    try:
-        finished = query.awaitTermination(timeout)
-    finally:
-        if query.isActive:
-            query.stop()
-    if not finished:
-        raise TimeoutError(f"the query did not finish its input within {timeout} s")
+    writer = streaming_df.writeStream.outputMode(output_mode).foreachBatch(keep).option(
+        "checkpointLocation", str(checkpoint))
+    if trigger:
+        writer = writer.trigger(**trigger)
+    return writer.start(), run
+
+
+def finish_run(query, run: Run) -> Run:
+    """Add the stopped ``query``'s progress to ``run``: batches in order, each with its watermark."""
     run.progress = [dict(progress) for progress in query.recentProgress]
     marks = {p["batchId"]: p.get("eventTime", {}).get("watermark") for p in run.progress}
     run.batches.sort(key=lambda batch: batch.batch_id)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from common.demos import Output, replay, show_refusal
+from common.demos import Output, replay, replay_streams, show_refusal
 from common.errors import CourseError
 
 
@@ -52,3 +52,49 @@ def test_replay_prints_what_each_output_received_in_each_batch(spark, tmp_path, 
     # A second replay starts afresh: same table.
     replay(spark, batches, "k STRING", outputs, tmp_path / "replay", describe_input=str,
            describe_rows=lambda rows: str(len(rows)), show=False)
+
+
+def test_replay_streams_feeds_batch_n_of_every_input_to_micro_batch_n(spark, tmp_path, capsys):
+    left = [[{"k": "a", "l": 1}, {"k": "b", "l": 2}], [{"k": "c", "l": 3}]]
+    right = [[{"k": "a", "r": 10}], [{"k": "b", "r": 20}], [{"k": "c", "r": 30}]]
+    join = Output(lambda lefts, rights: lefts.join(rights, "k"), sort_key=lambda row: row.k)
+
+    runs = replay_streams(spark, {"left": (left, "k STRING, l INT"), "right": (right, "k STRING, r INT")},
+                          {"inner": join}, tmp_path / "replay",
+                          describe_input=lambda inputs: f"{len(inputs['left'])} left, {len(inputs['right'])} right",
+                          describe_rows=lambda rows: " ".join(f"{row.k}:{row.l}+{row.r}" for row in rows))
+
+    assert capsys.readouterr().out.splitlines() == [
+        "Batch 0 reads: 2 left, 1 right",
+        "  inner  a:1+10",
+        "Batch 1 reads: 1 left, 1 right",
+        "  inner  b:2+20",
+        "Batch 2 reads: 0 left, 1 right",  # the left input has no batch 2: it reads nothing
+        "  inner  c:3+30",
+    ]
+    assert [[tuple(row) for row in batch.rows] for batch in runs["inner"].batches] == [
+        [("a", 1, 10)], [("b", 2, 20)], [("c", 3, 30)]]
+
+
+def test_replay_edits_change_the_world_between_micro_batches(spark, tmp_path, capsys):
+    table = str(tmp_path / "names")
+    spark.createDataFrame([("a", "Ann")], "k STRING, name STRING").write.format("delta").save(table)
+
+    def rename() -> str:
+        spark.sql(f"UPDATE delta.`{table}` SET name = 'Anna' WHERE k = 'a'")
+        return "a is now called Anna"
+
+    # A stream-static join against a Delta table reads the table's latest version in every batch.
+    output = Output(lambda stream: stream.join(spark.read.format("delta").load(table), "k"))
+    runs = replay(spark, [[{"k": "a"}], [{"k": "a"}]], "k STRING", {"named": output}, tmp_path / "replay",
+                  describe_input=lambda records: str(len(records)),
+                  describe_rows=lambda rows: " ".join(row.name for row in rows), edits={1: rename})
+
+    assert capsys.readouterr().out.splitlines() == [
+        "Batch 0 reads: 1",
+        "  named  Ann",
+        "Before batch 1: a is now called Anna",
+        "Batch 1 reads: 1",
+        "  named  Anna",
+    ]
+    assert [batch.batch_id for batch in runs["named"].batches] == [0, 1]
