@@ -4,6 +4,7 @@
 - ``replay``: run a small, fixed scenario micro-batch by micro-batch (one file per
   batch, ``common.microbatch``) and print what the sink received in each;
   ``replay_streams`` does the same for a query with several inputs (a stream-stream join).
+- ``records_from_text`` / ``records_as_text``: a scenario written (and described) compactly.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from .microbatch import Run, collect_batches, finish_run, start_collecting, stre
 from .narration import first_line
 
 REFUSAL_TIMEOUT_SECONDS = 120  # a refused query that started must fail within this long
+SCENARIO_DAY = "2025-01-15"  # the day of every hand-made scenario (config.BASE_EVENT_TIME's)
 
 
 def show_refusal(attempt: Callable[[], object], what: str) -> str:
@@ -45,6 +47,32 @@ def show_refusal(attempt: Callable[[], object], what: str) -> str:
         print(f"{what} fails:\n  {message}", flush=True)
         return str(error)
     raise CourseError(f"{what} unexpectedly worked: this Spark version allows what the lesson says it refuses.")
+
+
+def records_from_text(batches: Sequence[str], *fields: str, day: str = SCENARIO_DAY) -> list[list[dict]]:
+    """A scenario written compactly: one string per micro-batch, records separated by commas,
+    values by spaces, in the order of ``fields``; a field ending in ``_time`` takes a time of
+    day (HH:MM or HH:MM:SS) on ``day``, in UTC.
+
+    ``records_from_text(["IMP-1 AD-1 10:00, IMP-2 AD-2 10:01", ""], "impression_id", "ad_id",
+    "impression_time")`` is two micro-batches: two impressions, then nothing.
+    """
+    def value(field: str, text: str) -> str:
+        return f"{day}T{text}{':00' if text.count(':') == 1 else ''}Z" if field.endswith("_time") else text
+
+    return [[{field: value(field, text) for field, text in zip(fields, item.split())}
+             for item in batch.split(",") if item.strip()] for batch in batches]
+
+
+def records_as_text(records: Sequence[dict]) -> str:
+    """The reverse, for ``describe_input``: 'IMP-1 AD-1 10:00, IMP-2 AD-2 10:01' ('-' for no records)."""
+    def text(field: str, value) -> str:
+        if not field.endswith("_time"):
+            return str(value)
+        clock = value[11:19]  # '2025-01-15T10:00:00Z' -> '10:00:00' -> '10:00'
+        return clock[:5] if clock.endswith(":00") else clock
+
+    return ", ".join(" ".join(text(field, value) for field, value in record.items()) for record in records) or "-"
 
 
 @dataclass

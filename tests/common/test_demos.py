@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from common.demos import Output, replay, replay_streams, show_refusal
+from common.demos import Output, records_as_text, records_from_text, replay, replay_streams, show_refusal
 from common.errors import CourseError
 
 
@@ -98,3 +98,17 @@ def test_replay_edits_change_the_world_between_micro_batches(spark, tmp_path, ca
         "  named  Anna",
     ]
     assert [batch.batch_id for batch in runs["named"].batches] == [0, 1]
+
+
+def test_a_scenario_written_as_text_becomes_records_and_back():
+    text = ["IMP-1 AD-1 10:00, IMP-2 AD-2 10:01:30", "", "IMP-3 AD-1 10:02"]
+
+    batches = records_from_text(text, "impression_id", "ad_id", "impression_time")
+
+    assert batches == [
+        [{"impression_id": "IMP-1", "ad_id": "AD-1", "impression_time": "2025-01-15T10:00:00Z"},
+         {"impression_id": "IMP-2", "ad_id": "AD-2", "impression_time": "2025-01-15T10:01:30Z"}],
+        [],
+        [{"impression_id": "IMP-3", "ad_id": "AD-1", "impression_time": "2025-01-15T10:02:00Z"}],
+    ]
+    assert [records_as_text(batch) for batch in batches] == [text[0], "-", text[2]]
