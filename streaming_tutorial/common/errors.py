@@ -1,54 +1,245 @@
 """Turn the failures a learner meets into one paragraph that says what to do.
 
-Every lesson and tool raises :class:`CourseError` for problems it understands;
-``explain()`` also recognises a few well-known Spark and Kafka failures by their
-text so the learner reads advice instead of a JVM stack trace.
+Every lesson and tool raises :class:`CourseError` for problems it understands.
+``explain()`` also recognises a few Spark and Delta Lake failures, by their exact error
+class (Spark 4 errors carry one: ``[STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE] Provided key
+schema does not match ...``), and returns advice with the first lines of Spark's own
+message beside it. Anything else returns None, so the learner sees the real traceback:
+a guess from a word in the message would hide the error and could advise deleting
+state that is fine.
+
+Only a checkpoint that no longer fits the query (changed state keys, aggregations or
+stateful operators, another source table) is answered with ``--reset`` or a new
+``--checkpoint-dir``, and the advice says what that throws away.
 """
 
 from __future__ import annotations
+
+import re
+from typing import Iterator
 
 
 class CourseError(RuntimeError):
     """A failure we can explain: the message is the whole advice paragraph."""
 
 
-# (text found in the error, advice). The first match wins.
-KNOWN_FAILURES = (
-    (
-        "Failed to find data source: kafka",
-        "Spark has no Kafka connector on its classpath. Lessons ask for it with "
-        "get_spark(..., kafka=True), which adds org.apache.spark:spark-sql-kafka-0-10_2.13 "
-        "matching your pyspark version. If you built your own session, add that package to "
-        "spark.jars.packages (the Scala 2.13 build, same version as pyspark).",
-    ),
-    (
-        "DELTA_",
-        "Delta Lake reported a problem with the table. If you changed a lesson's query, run "
-        "it again with --reset to start from an empty table and checkpoint.",
-    ),
-    (
-        "STATE_STORE",
-        "The checkpoint holds state written by a different version of this query (its keys, "
-        "aggregations or schema changed). Structured Streaming cannot reuse it. Run the "
-        "lesson again with --reset to delete this lesson's checkpoint and output, or point "
-        "--checkpoint-dir at a new folder.",
-    ),
-    (
-        "checkpoint",
-        "The query could not use its checkpoint folder. It was probably written by a different "
-        "query or a different version of this lesson. Run the lesson again with --reset to "
-        "delete this lesson's checkpoint and output, or point --checkpoint-dir at a new folder.",
-    ),
+SPARK_LINES = 3  # how many lines of Spark's message to show beside the advice
+SPARK_LINE_WIDTH = 160
+
+# What --reset and a new --checkpoint-dir throw away, said in every advice that offers them.
+START_OVER = (
+    "To start this query over, run the lesson again with --reset: that deletes this lesson's checkpoints "
+    "and output (the progress it made, its state such as running counts and open windows, and what it "
+    "wrote), but not its input, which the query then reads again from the beginning. Or keep the old "
+    "folder and point --checkpoint-dir at a new, empty one: the query also starts from the beginning, "
+    "the old checkpoint stays on disk, and so does the old output, so results the old run wrote may be "
+    "written again beside it."
 )
+
+CHANGED_STATE = (
+    "The checkpoint holds state that an earlier version of this query wrote, and the query has changed "
+    "since: {what}. Spark cannot read that state into the new query. If you changed the query on purpose, "
+    "either undo the change to continue from the checkpoint, or start over. " + START_OVER
+)
+
+# Exact error class (the part before any '.SUBCLASS') -> advice.
+# A checkpoint that no longer fits the query: the only cases whose advice offers --reset.
+CHECKPOINT_MISMATCH = {
+    "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE": CHANGED_STATE.format(
+        what="its grouping keys (the groupBy columns, the window, or the join or dropDuplicates keys) differ"
+    ),
+    "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE": CHANGED_STATE.format(
+        what="what it keeps per key (its aggregations, or the state of applyInPandasWithState) differs"
+    ),
+    "STATE_STORE_COLUMN_FAMILY_SCHEMA_INCOMPATIBLE": CHANGED_STATE.format(
+        what="the schema of one of its state variables differs"
+    ),
+    "STATE_STORE_INVALID_VARIABLE_TYPE_CHANGE": CHANGED_STATE.format(
+        what="the type of one of its state variables differs"
+    ),
+    "STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA": CHANGED_STATE.format(
+        what="a stateful operator (an aggregation, a join, dropDuplicates, a session window) was added, "
+        "removed or replaced"
+    ),
+    "STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY": (
+        "The query has a stateful operator (an aggregation, a join, dropDuplicates) but its checkpoint has "
+        "no state for it: either the query ran without that operator before, or files under state/ were "
+        "deleted. Undo the change, or restore the state files if you have them, or start over. "
+        + START_OVER
+    ),
+    "STATE_STORE_INVALID_CONFIG_AFTER_RESTART": (
+        "A state store setting was changed between two runs of the same checkpoint, and Spark cannot "
+        "switch it for existing state. Set it back to the old value named in Spark's message to continue "
+        "from the checkpoint, or start over with the new value. " + START_OVER
+    ),
+    "DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE": (
+        "The checkpoint remembers reading another Delta table than the one at this path now: the table "
+        "was deleted and created again (or the query now reads another table), so the positions stored "
+        "in the checkpoint mean nothing for it. Start over. " + START_OVER
+    ),
+    "DELTA_SCHEMA_CHANGED": (
+        "The Delta table this stream reads changed its schema while the query was reading it. Run the "
+        "lesson again first: a restart picks up the new schema and usually goes on. Only if it fails the "
+        "same way on every run is the change incompatible with the checkpoint; then start over. "
+        + START_OVER
+    ),
+}
+CHECKPOINT_MISMATCH["DELTA_SCHEMA_CHANGED_WITH_VERSION"] = CHECKPOINT_MISMATCH["DELTA_SCHEMA_CHANGED"]
+CHECKPOINT_MISMATCH["DELTA_SCHEMA_CHANGED_WITH_STARTING_OPTIONS"] = CHECKPOINT_MISMATCH["DELTA_SCHEMA_CHANGED"]
+
+# Not the checkpoint's fault: nothing to delete.
+OTHER_FAILURES = {
+    "_LEGACY_ERROR_TEMP_1299": (
+        "A query that writes to the memory sink in append or update mode cannot restart from a checkpoint "
+        "folder: the rows it collected lived in the driver's memory and ended with the previous run, so "
+        "Spark refuses to resume it. This is a bug in the query, not in your data: give a memory-sink "
+        "query no checkpointLocation (Spark then uses a temporary one, new on every run), or use complete "
+        "mode. If a lesson does this, the lesson needs that fix; other lessons' checkpoints are fine."
+    ),
+    "STATE_STORE_COMMIT_VALIDATION_FAILED": (
+        "A foreachBatch function returned without reading the whole micro-batch, so the query's state "
+        "was not saved for every partition. Make the function consume all of batch_df (write it, collect "
+        "it or count it; show() and limit() read only part of it) and let its exceptions propagate "
+        "instead of returning early. The checkpoint is fine: run the lesson again after the fix."
+    ),
+    "CONCURRENT_QUERY": (
+        "Another run of this query is already active. Stop the other run (another terminal, or the tour) "
+        "before you start this one; both would write the same checkpoint."
+    ),
+    "CONCURRENT_STREAM_LOG_UPDATE": (
+        "Two queries are writing to the same checkpoint at once: probably the same lesson runs in "
+        "another terminal, or two of your queries were given the same checkpointLocation. Stop the other "
+        "run, or give each query its own checkpoint folder, then run the lesson again."
+    ),
+    "DELTA_CONCURRENT_TRANSACTION": (
+        "Two streaming queries with the same checkpoint wrote to this Delta table at the same time: "
+        "probably the same lesson runs in another terminal. Stop the other run, then run the lesson again."
+    ),
+    "DELTA_SOURCE_TABLE_IGNORE_CHANGES": (
+        "The Delta table this stream reads had existing rows changed (an overwrite, a complete-mode "
+        "write, MERGE, UPDATE or DELETE), and a Delta streaming source follows appends only. Read it "
+        "with .option('skipChangeCommits', 'true') to skip such commits, or stream from a table that is "
+        "only appended to."
+    ),
+    "DELTA_SOURCE_IGNORE_DELETE": (
+        "Rows were deleted from the Delta table this stream reads, and a Delta streaming source follows "
+        "appends only. Read it with .option('skipChangeCommits', 'true') to skip such commits, or stream "
+        "from a table that is only appended to."
+    ),
+    "DELTA_METADATA_MISMATCH": (
+        "The query writes columns or partitioning that differ from the Delta table already at that path, "
+        "which an earlier version of the query created. To add new columns to the table, write with "
+        ".option('mergeSchema', 'true'); otherwise write to a new table path."
+    ),
+}
+ADVICE = {**CHECKPOINT_MISMATCH, **OTHER_FAILURES}
+
+CONNECTORS = {
+    "kafka": "org.apache.spark:spark-sql-kafka-0-10_2.13 (same version as pyspark); lessons ask for it with "
+    "get_spark(..., kafka=True)",
+    "delta": "io.delta:delta-spark_4.2_2.13 (the version matching the delta-spark package); lessons ask for "
+    "it with get_spark(..., delta=True)",
+}
+
+# Spark's "Failed to find data source: <name>": its own class for Kafka, the general one for the rest.
+MISSING_CONNECTOR = ("_LEGACY_ERROR_TEMP_1140", "DATA_SOURCE_NOT_FOUND")
+
+# '[CLASS] message' or '[CLASS.SUBCLASS] message', as Spark 4 starts its error messages.
+LEADING_CLASS = re.compile(r"\[([A-Z_][A-Z0-9_]*)(?:\.[A-Z0-9_]+)*\]")
+# A query that failed wraps the real error: '[STREAM_FAILED] Query [...] terminated with exception: <message>'.
+STREAM_FAILED = "STREAM_FAILED"
+WRAPPED = "terminated with exception: "
 
 
 def explain(error: BaseException) -> str | None:
-    """Advice for an error we recognise, or None."""
+    """Advice for an error we recognise, with the first lines of Spark's message; else None."""
     if isinstance(error, CourseError):
         return str(error)
-    text = str(error)
-    for needle, advice in KNOWN_FAILURES:
-        if needle in text:
-            first_line = text.strip().splitlines()[0][:300] if text.strip() else type(error).__name__
-            return f"{advice}\n(Spark said: {first_line})"
+    for condition, message in spark_errors(error):
+        main_class = condition.split(".", 1)[0]
+        if main_class in MISSING_CONNECTOR:
+            advice = missing_connector_advice(message)
+        else:
+            advice = ADVICE.get(main_class)
+        if advice:
+            return f"{advice}\nSpark said:\n" + "\n".join(f"  {line}" for line in spark_lines(message))
     return None
+
+
+def spark_errors(error: BaseException) -> Iterator[tuple[str, str]]:
+    """(error class, message) for the error and every error it wraps, outermost first."""
+    seen: set[int] = set()
+    pending: list[BaseException] = [error]
+    while pending:
+        current = pending.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        message = spark_message(current)
+        condition = error_class(current, message)
+        if condition == STREAM_FAILED and WRAPPED in message:
+            # The failure inside the query; its class is at the start of the wrapped message.
+            inner = message.split(WRAPPED, 1)[1]
+            inner_class = leading_class(inner)
+            if inner_class:
+                yield inner_class, inner
+        elif condition:
+            yield condition, message
+        # pyspark keeps the JVM error's cause (converted) in _cause; 'raise ... from' sets __cause__.
+        for wrapped in (getattr(current, "_cause", None), current.__cause__):
+            if isinstance(wrapped, BaseException):
+                pending.append(wrapped)
+
+
+def error_class(error: BaseException, message: str) -> str | None:
+    """getCondition() (or the pre-4.0 getErrorClass()) when the error has one, else its leading "[CLASS]"."""
+    # getErrorClass is the pre-4.0 name; asking for it when getCondition exists only warns.
+    getter = getattr(error, "getCondition", None) or getattr(error, "getErrorClass", None)
+    if callable(getter):
+        try:
+            condition = getter()
+        except Exception:  # a pyspark error whose JVM is gone: fall back to the text
+            condition = None
+        if condition:
+            return str(condition)
+    return leading_class(message)
+
+
+def leading_class(message: str) -> str | None:
+    match = LEADING_CLASS.match(message.lstrip())
+    return match.group(0)[1:-1] if match else None
+
+
+def spark_message(error: BaseException) -> str:
+    """The error's own message, without the JVM stack trace pyspark may append."""
+    text = str(error)
+    return text.split("\n\nJVM stacktrace:", 1)[0]
+
+
+def spark_lines(message: str) -> list[str]:
+    """The first few non-empty lines of Spark's message, trimmed, without the trailing SQLSTATE."""
+    lines = []
+    for line in message.strip().splitlines():
+        line = re.sub(r"(\s*SQLSTATE: \w+)+\s*$", "", line.strip())
+        if line.startswith("=== Streaming Query ==="):
+            break  # the query's plan and offsets follow: not for the learner's first read
+        if line:
+            lines.append(line if len(line) <= SPARK_LINE_WIDTH else line[: SPARK_LINE_WIDTH - 3] + "...")
+        if len(lines) == SPARK_LINES:
+            break
+    return lines
+
+
+def missing_connector_advice(message: str) -> str:
+    match = re.search(r"Failed to find (?:the )?data source: ([\w.\-]+?)\.?(?:\s|$)", message)
+    provider = match.group(1) if match else "this format"
+    package = CONNECTORS.get(provider.lower())
+    if package:
+        return (
+            f"Spark has no connector for '{provider}' on its classpath: the package {package}. If you built "
+            "your own session, add that package to spark.jars.packages."
+        )
+    return (
+        f"Spark knows no data source named '{provider}'. Check the name in .format(...) (e.g. 'json', "
+        "'parquet', 'kafka', 'delta'), or add the package that provides it to spark.jars.packages."
+    )
