@@ -39,17 +39,45 @@ def java_executable() -> str | None:
     return shutil.which("java")
 
 
-def java_major_version(java: str) -> int | None:
+# What macOS's /usr/bin/java stub prints when no JDK is installed (it exits non-zero).
+MACOS_JAVA_STUB_MESSAGES = ("Unable to locate a Java Runtime", "No Java runtime present")
+
+
+def java_version_output(java: str) -> str | None:
+    """What `java -version` prints (it writes to stderr), or None when it cannot run."""
     try:
         result = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return None
+    return result.stderr + result.stdout
+
+
+def parse_java_major(output: str) -> int | None:
     # `java -version` prints e.g. 'openjdk version "17.0.15" 2025-04-15' (or "1.8.0_402").
-    match = re.search(r'version "(\d+)(?:\.(\d+))?', result.stderr + result.stdout)
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', output)
     if not match:
         return None
     major = int(match.group(1))
     return int(match.group(2) or 0) if major == 1 else major
+
+
+def install_jdk_advice(platform: str = sys.platform) -> str:
+    """How to install a JDK and make it the one Spark finds, for this platform."""
+    if platform == "darwin":
+        return (
+            f"Install one with Homebrew: 'brew install openjdk@{MIN_JAVA}'. Homebrew does not put it on "
+            "the PATH, so also tell your shell where it is: add "
+            f'export JAVA_HOME="$(brew --prefix openjdk@{MIN_JAVA})/libexec/openjdk.jdk/Contents/Home" and '
+            'export PATH="$JAVA_HOME/bin:$PATH" to ~/.zshrc and open a new terminal (or, for every '
+            f"program at once, 'sudo ln -sfn \"$(brew --prefix openjdk@{MIN_JAVA})/libexec/openjdk.jdk\" "
+            f"/Library/Java/JavaVirtualMachines/openjdk-{MIN_JAVA}.jdk'). Then check that 'java -version' "
+            f"says {MIN_JAVA}."
+        )
+    return (
+        f"Install one from your package manager (e.g. 'sudo apt install openjdk-{MIN_JAVA}-jdk-headless' on "
+        f"Debian, Ubuntu and WSL2; on macOS 'brew install openjdk@{MIN_JAVA}' and set JAVA_HOME as its "
+        "instructions say) and check that 'java -version' works, or set JAVA_HOME to the JDK folder."
+    )
 
 
 def check_python() -> Check:
@@ -81,11 +109,19 @@ def check_java() -> Check:
             "Java",
             False,
             f"Java was not found. Spark runs on the JVM and needs Java {MIN_JAVA} or newer. "
-            f"Install a JDK (for example OpenJDK {MIN_JAVA} from your package manager: "
-            f"'apt install openjdk-{MIN_JAVA}-jdk-headless', 'brew install openjdk@{MIN_JAVA}') and "
-            "make sure 'java -version' works, or set JAVA_HOME to the JDK folder.",
+            + install_jdk_advice(),
         )
-    major = java_major_version(java)
+    output = java_version_output(java)
+    stub_line = next((line.strip() for line in (output or "").splitlines()
+                      if any(stub in line for stub in MACOS_JAVA_STUB_MESSAGES)), None)
+    if stub_line:
+        return Check(
+            "Java",
+            False,
+            f"No Java is installed: {java} is only macOS's placeholder for one (it says \"{stub_line}\"). "
+            f"Spark needs a JDK {MIN_JAVA} or newer. " + install_jdk_advice("darwin"),
+        )
+    major = parse_java_major(output or "")
     if major is None:
         return Check(
             "Java",
