@@ -75,8 +75,7 @@ def install_jdk_advice(platform: str = sys.platform) -> str:
         )
     return (
         f"Install one from your package manager (e.g. 'sudo apt install openjdk-{MIN_JAVA}-jdk-headless' on "
-        f"Debian, Ubuntu and WSL2; on macOS 'brew install openjdk@{MIN_JAVA}' and set JAVA_HOME as its "
-        "instructions say) and check that 'java -version' works, or set JAVA_HOME to the JDK folder."
+        "Debian, Ubuntu and WSL2) and check that 'java -version' works, or set JAVA_HOME to the JDK folder."
     )
 
 
