@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import uuid
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -17,7 +18,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "streaming_tutorial"), str(ROOT)]
-
 
 def load_lesson(stem: str):
     """Import a numbered lesson (e.g. '06_windowing') as a module; its main() does not run."""
@@ -187,6 +187,8 @@ def pytest_report_header(config):
 # before collection, so a lesson that wrote files on import would be caught too.
 
 LEARNER_FOLDERS = ("data", "checkpoints", "output", ".runtime")
+# The project root; tests/common/test_isolation.py points an inner run at a copy to show the check fails.
+LEARNER_ROOT = Path(os.environ.get("STREAMING_COURSE_TESTS_LEARNER_ROOT") or ROOT)
 LEARNER_SNAPSHOT = pytest.StashKey[dict]()
 LEARNER_CHANGES = pytest.StashKey[list]()
 KAFKA_TEST_BROKER_STARTED: dict[str, float] = {}
@@ -234,22 +236,28 @@ def learner_kafka_topics() -> dict[str, tuple]:
     cluster on purpose).
     """
     from common import config
-    from common.kafka import answers, end_offsets, list_topics
+    from common.simulators import port_open
 
     if os.environ.get(config.KAFKA_BOOTSTRAP_ENV, "").strip():
         return {}
-    bootstrap = config.local_kafka_bootstrap()
-    if not answers(bootstrap, timeout=3):
-        return {}
-    return {f"kafka://{bootstrap}/{name}": ("topic", tuple(sorted(end_offsets(bootstrap, name).items())), 0)
-            for name in list_topics(bootstrap)}
+    if not port_open(config.LOCAL_KAFKA_HOST, config.local_kafka_port()):
+        return {}  # nothing listens: no need to load the Kafka client at all
+    with warnings.catch_warnings():  # kafka-python's import-time DeprecationWarnings (see the test modules)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from common.kafka import answers, end_offsets, list_topics
+
+        bootstrap = config.local_kafka_bootstrap()
+        if not answers(bootstrap, timeout=3):
+            return {}
+        return {f"kafka://{bootstrap}/{name}": ("topic", tuple(sorted(end_offsets(bootstrap, name).items())), 0)
+                for name in list_topics(bootstrap)}
 
 
 def learner_snapshot() -> dict[str, tuple]:
     topics = learner_kafka_topics()
     # A running broker rewrites its own data and logs all the time: compare its topics instead.
     skip = (".runtime/kafka/data", ".runtime/kafka/logs") if topics else ()
-    return {**snapshot_tree(ROOT, skip=skip), **topics}
+    return {**snapshot_tree(LEARNER_ROOT, skip=skip), **topics}
 
 
 def pytest_sessionstart(session):
@@ -257,6 +265,7 @@ def pytest_sessionstart(session):
         session.config.stash[LEARNER_SNAPSHOT] = learner_snapshot()
 
 
+@pytest.hookimpl(trylast=True)  # after pytest's own teardown of what is left (e.g. after -x or Ctrl-C)
 def pytest_sessionfinish(session, exitstatus):
     """Runs after every test and every fixture's teardown: compare the learner's files."""
     before = session.config.stash.get(LEARNER_SNAPSHOT, None)
@@ -276,8 +285,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if changes:
         terminalreporter.section("FAILED: the test run changed the learner's files", sep="!", red=True, bold=True)
         terminalreporter.write_line(
-            f"Tests must work in temporary folders and their own Kafka broker, never in {ROOT}'s "
-            f"{', '.join(LEARNER_FOLDERS)} (or a lesson or simulator of yours ran during the test run):", red=True)
+            f"These paths under {LEARNER_ROOT} changed during the test run. Tests must write only into "
+            "temporary folders and use their own Kafka broker (a lesson or simulator you ran meanwhile "
+            "would explain it too):", red=True)
         for line in changes[:50]:
             terminalreporter.write_line(f"  {line}", red=True)
         if len(changes) > 50:

@@ -256,12 +256,12 @@ def _partitions(consumer, topic: str) -> list:
     return [TopicPartition(topic, number) for number in sorted(numbers)]
 
 
-# (exact texts that identify one failure, advice). Spark 4 names its Kafka errors
-# ([KAFKA_DATA_LOSS.PARTITION_OFFSET_CHANGED] ...), Kafka's client names its exceptions;
-# the texts below are those names or fixed parts of Kafka's messages, not loose words.
+# (exact texts that identify one failure, advice): the fixed opening of Spark's
+# KAFKA_DATA_LOSS error (all its variants; the condition's name itself is not always in the
+# text), Kafka's exception names and fixed parts of Kafka's messages, never loose words.
 KNOWN_FAILURES = (
     (
-        ("KAFKA_DATA_LOSS",),
+        ("Some data may have been lost because they are not available in Kafka any more", "KAFKA_DATA_LOSS"),
         "The topic no longer holds the offsets this query's checkpoint recorded: it was deleted "
         "and created again (for example by 'python local_kafka.py reset', or lesson 08's --reset "
         "while another lesson kept its checkpoint), or Kafka's retention removed old records, after "

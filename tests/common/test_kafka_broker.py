@@ -1,19 +1,21 @@
-"""The course's own Kafka broker: finding or starting one for a lesson, and local_kafka.py.
+"""The course's own Kafka broker: finding or starting one for a lesson, its jars, and local_kafka.py.
 
-The ``kafka_bootstrap`` fixture (conftest.py) provides the test run's own broker; the ``topic`` fixture
-gives every test topics with a fresh suffix and deletes them afterwards.
+The ``kafka_test_broker`` fixture (conftest.py) is the test run's own broker (None when the user
+set KAFKA_BOOTSTRAP_SERVERS); ``kafka_bootstrap`` is its address; the ``topic`` fixture gives
+every test topics with a fresh suffix and deletes them afterwards.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from common import config, paths
+from common import config, kafka_broker, paths, session
 from common.errors import CourseError
-from common.kafka import end_offsets
+from common.kafka import answers, end_offsets
 from common.kafka_broker import kafka_for_lesson
-from conftest import free_port, run_script, silent_listener
+from conftest import ROOT, free_port, run_script, silent_listener
 
+HOST = config.LOCAL_KAFKA_HOST
 # kafka-python 3.0 loads its protocol schemas with importlib.resources calls that Python 3.11 deprecates.
 pytestmark = [
     pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
@@ -21,11 +23,19 @@ pytestmark = [
 ]
 
 
+@pytest.fixture
+def own_broker(kafka_test_broker):
+    """The test run's own broker; tests that need its files or ports skip on a user's cluster."""
+    if kafka_test_broker is None:
+        pytest.skip("the test run uses the Kafka cluster in KAFKA_BOOTSTRAP_SERVERS, not a broker of its own")
+    return kafka_test_broker
+
+
 # --- a broker for a lesson ----------------------------------------------------------------------
 
 
 def test_kafka_for_lesson_uses_kafka_bootstrap_servers_and_says_when_it_is_wrong(monkeypatch):
-    monkeypatch.setenv(config.KAFKA_BOOTSTRAP_ENV, f"127.0.0.1:{free_port()}")
+    monkeypatch.setenv(config.KAFKA_BOOTSTRAP_ENV, f"{HOST}:{free_port(HOST)}")
     with pytest.raises(CourseError, match="KAFKA_BOOTSTRAP_SERVERS is set to"):
         with kafka_for_lesson(quiet=True):
             pass
@@ -37,6 +47,63 @@ def test_kafka_for_lesson_reuses_the_running_broker(kafka_bootstrap, capsys):
         assert bootstrap == kafka_bootstrap
     assert "Using the Kafka cluster in KAFKA_BOOTSTRAP_SERVERS" in capsys.readouterr().out
 
+
+@pytest.mark.kafka
+def test_kafka_for_lesson_uses_a_broker_already_on_the_local_port_and_leaves_it_running(own_broker, monkeypatch,
+                                                                                       capsys):
+    monkeypatch.delenv(config.KAFKA_BOOTSTRAP_ENV, raising=False)
+    monkeypatch.setenv(config.LOCAL_KAFKA_PORT_ENV, str(own_broker.port))
+    with kafka_for_lesson() as bootstrap:
+        assert bootstrap == own_broker.bootstrap
+    assert capsys.readouterr().out == f"Using the Kafka broker already running at {own_broker.bootstrap}.\n"
+    assert answers(own_broker.bootstrap)
+
+
+@pytest.mark.kafka
+def test_kafka_for_lesson_starts_a_broker_when_none_answers_and_stops_it_afterwards(monkeypatch, tmp_path, capsys):
+    # A course home of its own (like a learner's fresh checkout) and free ports.
+    monkeypatch.delenv(config.KAFKA_BOOTSTRAP_ENV, raising=False)
+    monkeypatch.setenv(config.LOCAL_KAFKA_PORT_ENV, str(free_port(HOST)))
+    monkeypatch.setenv(config.LOCAL_KAFKA_CONTROLLER_PORT_ENV, str(free_port(HOST)))
+    monkeypatch.setattr(paths, "RUNTIME_DIR", tmp_path / ".runtime")
+    with kafka_for_lesson() as bootstrap:
+        assert bootstrap == config.local_kafka_bootstrap()
+        assert answers(bootstrap)
+        assert (tmp_path / ".runtime" / "kafka" / "data" / "meta.properties").exists()
+    assert not answers(bootstrap)
+    assert not (tmp_path / ".runtime" / "kafka" / "broker.pid").exists()
+    out = capsys.readouterr().out
+    assert f"No Kafka broker at {bootstrap}: starting the course's own for this run" in out
+    assert "Stopping the Kafka broker this run started" in out
+
+
+# --- where the broker keeps its files -----------------------------------------------------------
+
+
+def test_the_jars_live_in_one_folder_per_version_outside_every_course_folder(monkeypatch, tmp_path):
+    monkeypatch.delenv(kafka_broker.KAFKA_JARS_ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    version_folder = f"kafka_{config.SCALA_BINARY}-{kafka_broker.KAFKA_VERSION}"
+    assert kafka_broker.shared_jar_dir() == tmp_path / "cache" / "streaming-course" / version_folder
+    monkeypatch.setenv(kafka_broker.KAFKA_JARS_ENV, str(tmp_path / "mine"))
+    assert kafka_broker.shared_jar_dir() == tmp_path / "mine" / version_folder
+    assert kafka_broker.LocalBroker().lib_dir == tmp_path / "mine" / version_folder
+
+
+def test_the_broker_and_the_spark_connector_use_the_same_scala_build():
+    assert kafka_broker.SCALA_BINARY is session.SCALA_BINARY is config.SCALA_BINARY
+    assert ("org.apache.kafka", f"kafka_{config.SCALA_BINARY}", kafka_broker.KAFKA_VERSION) in (
+        kafka_broker._wanted_modules())
+    assert f"spark-sql-kafka-0-10_{config.SCALA_BINARY}:" in session.kafka_package()
+
+
+@pytest.mark.kafka
+def test_the_test_runs_broker_keeps_its_files_in_the_runs_temporary_folder(own_broker, tmp_path_factory):
+    temporary = tmp_path_factory.getbasetemp()
+    assert temporary in own_broker.home.parents and ROOT not in own_broker.home.parents
+    assert (own_broker.data_dir / "meta.properties").exists() and own_broker.server_log.exists()
+    assert kafka_broker.jars_ready(own_broker) and ROOT not in own_broker.lib_dir.parents
+    assert own_broker.port != config.DEFAULT_LOCAL_KAFKA_PORT
 
 
 # --- local_kafka.py ---------------------------------------------------------------------------------
@@ -54,47 +121,56 @@ def test_local_kafka_topics_lists_and_creates(kafka_bootstrap, topic, course_hom
 
 @pytest.mark.kafka
 @pytest.mark.smoke
-def test_local_kafka_status_describes_the_broker(kafka_bootstrap, course_home):
-    if kafka_bootstrap != local_bootstrap():
-        pytest.skip("the test run uses a Kafka cluster from KAFKA_BOOTSTRAP_SERVERS, not the local broker")
-    result = run_script("local_kafka.py", "status", home=paths.COURSE_HOME, timeout=60)
+def test_local_kafka_status_describes_the_broker(own_broker, course_home):
+    # The test broker's home is <tmp>/kafka-home/.runtime/kafka: the layout of a course home.
+    ports = ("--port", str(own_broker.port), "--controller-port", str(own_broker.controller_port))
+    result = run_script("local_kafka.py", "status", *ports, home=own_broker.home.parents[1], timeout=60)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert f"bootstrap servers: {kafka_bootstrap}" in result.stdout
-    assert "is running (PID" in result.stdout or "answers at" in result.stdout
+    assert f"The course's Kafka broker is running (PID {kafka_broker.running_pid(own_broker)})" in result.stdout
+    assert f"bootstrap servers: {own_broker.bootstrap}" in result.stdout
+    assert f"jars:              {own_broker.lib_dir}" in result.stdout
 
-    elsewhere = run_script("local_kafka.py", "status", "--port", str(free_port()), home=course_home, timeout=60)
-    assert "The course's Kafka broker is not running" in elsewhere.stdout
+    # Another course home, same port: a broker answers there, but that home did not start it.
+    elsewhere = run_script("local_kafka.py", "status", *ports, home=course_home, timeout=60)
+    assert f"A Kafka broker answers at {own_broker.bootstrap}, but it was not started from this" in " ".join(
+        elsewhere.stdout.split())
+    nothing = run_script("local_kafka.py", "status", "--port", str(free_port(HOST)), home=course_home, timeout=60)
+    assert "The course's Kafka broker is not running" in nothing.stdout
 
 
 @pytest.mark.smoke
 def test_local_kafka_start_explains_a_port_held_by_another_program(course_home):
     with silent_listener() as port:
-        result = run_script("local_kafka.py", "start", "--port", str(port), "--controller-port", str(free_port()),
+        result = run_script("local_kafka.py", "start", "--port", str(port), "--controller-port", str(free_port(HOST)),
                             home=course_home, timeout=90)
     assert result.returncode == 1
-    assert f"Port {port} on 127.0.0.1 is already in use by a program that is not a Kafka broker" in " ".join(
+    assert f"Port {port} on {HOST} is already in use by a program that is not a Kafka broker" in " ".join(
         result.stderr.split())
     assert "LOCAL_KAFKA_PORT=" in result.stderr and "Traceback" not in result.stderr
 
 
 @pytest.mark.smoke
 def test_local_kafka_start_explains_a_failed_download(course_home, tmp_path):
-    # An empty Ivy cache (another user.home) and a proxy that refuses: the jars cannot come.
-    java_options = (f"-Duser.home={tmp_path / 'empty-home'} -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=1 "
-                    "-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=1")
-    result = run_script("local_kafka.py", "start", "--port", str(free_port()), "--controller-port", str(free_port()),
-                        home=course_home, timeout=300, env={"JAVA_TOOL_OPTIONS": java_options})
+    # An empty jar folder, an empty Ivy cache (another user.home) and a proxy that refuses: the jars cannot come.
+    java_options = (f"-Duser.home={tmp_path / 'empty-home'} -Dhttps.proxyHost={HOST} -Dhttps.proxyPort=1 "
+                    f"-Dhttp.proxyHost={HOST} -Dhttp.proxyPort=1")
+    jars = tmp_path / "jars"
+    result = run_script("local_kafka.py", "start", "--port", str(free_port(HOST)),
+                        "--controller-port", str(free_port(HOST)), home=course_home, timeout=300,
+                        env={"JAVA_TOOL_OPTIONS": java_options, kafka_broker.KAFKA_JARS_ENV: str(jars)})
     assert result.returncode == 1
     message = " ".join(result.stderr.split())
-    assert "Could not download the Kafka 4.4.0 broker jars" in message and "Maven Central" in message
-    assert "KAFKA_BOOTSTRAP_SERVERS" in message and "Traceback" not in message
+    assert f"Could not download the Kafka {kafka_broker.KAFKA_VERSION} broker jars" in message
+    assert "Maven Central" in message and "KAFKA_BOOTSTRAP_SERVERS" in message and "Traceback" not in message
+    assert [path.name for path in jars.iterdir()] == [f"kafka_{config.SCALA_BINARY}-{kafka_broker.KAFKA_VERSION}.lock"]
     assert not (course_home / ".runtime" / "kafka" / "lib").exists()  # no half-filled folder is left
 
 
 @pytest.mark.smoke
 def test_local_kafka_start_without_java_says_how_to_install_it(course_home):
-    result = run_script("local_kafka.py", "start", "--port", str(free_port()), "--controller-port", str(free_port()),
-                        home=course_home, timeout=60, env={"PATH": "/nonexistent", "JAVA_HOME": ""})
+    result = run_script("local_kafka.py", "start", "--port", str(free_port(HOST)),
+                        "--controller-port", str(free_port(HOST)), home=course_home, timeout=60,
+                        env={"PATH": "/nonexistent", "JAVA_HOME": ""})
     assert result.returncode == 1
     assert "Java was not found" in result.stderr and "Traceback" not in result.stderr
 
