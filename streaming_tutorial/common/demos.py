@@ -24,31 +24,6 @@ REFUSAL_TIMEOUT_SECONDS = 120  # a refused query that started must fail within t
 SCENARIO_DAY = "2025-01-15"  # the day of every hand-made scenario (config.BASE_EVENT_TIME's)
 
 
-def show_refusal(attempt: Callable[[], object], what: str) -> str:
-    """Run ``attempt`` (which Spark must refuse), print Spark's message, and return it.
-
-    ``what`` names the attempt for the learner ("Append on an aggregation without a
-    watermark"). Most refusals come from ``start()`` (an AnalysisException); some
-    only when the query runs: if ``attempt`` returns a started query, its failure is
-    awaited and shown. Spark accepting the attempt is a bug in the lesson: CourseError.
-    """
-    try:
-        query = attempt()
-        if query is not None and hasattr(query, "awaitTermination"):
-            try:
-                query.awaitTermination(REFUSAL_TIMEOUT_SECONDS)
-            finally:
-                if query.isActive:
-                    query.stop()
-            if query.exception() is not None:
-                raise query.exception()
-    except Exception as error:  # AnalysisException at start(), StreamingQueryException when it runs
-        message = first_line(error)
-        print(f"{what} fails:\n  {message}", flush=True)
-        return str(error)
-    raise CourseError(f"{what} unexpectedly worked: this Spark version allows what the lesson says it refuses.")
-
-
 def records_from_text(batches: Sequence[str], *fields: str, day: str = SCENARIO_DAY) -> list[list[dict]]:
     """A scenario written compactly: one string per micro-batch, records separated by commas,
     values by spaces, in the order of ``fields``; a field ending in ``_time`` takes a time of
@@ -75,6 +50,31 @@ def records_as_text(records: Sequence[dict]) -> str:
     return ", ".join(" ".join(text(field, value) for field, value in record.items()) for record in records) or "-"
 
 
+def show_refusal(attempt: Callable[[], object], what: str) -> str:
+    """Run ``attempt`` (which Spark must refuse), print Spark's message, and return it.
+
+    ``what`` names the attempt for the learner ("Append on an aggregation without a
+    watermark"). Most refusals come from ``start()`` (an AnalysisException); some
+    only when the query runs: if ``attempt`` returns a started query, its failure is
+    awaited and shown. Spark accepting the attempt is a bug in the lesson: CourseError.
+    """
+    try:
+        query = attempt()
+        if query is not None and hasattr(query, "awaitTermination"):
+            try:
+                query.awaitTermination(REFUSAL_TIMEOUT_SECONDS)
+            finally:
+                if query.isActive:
+                    query.stop()
+            if query.exception() is not None:
+                raise query.exception()
+    except Exception as error:  # AnalysisException at start(), StreamingQueryException when it runs
+        message = first_line(error)
+        print(f"{what} fails:\n  {message}", flush=True)
+        return str(error)
+    raise CourseError(f"{what} unexpectedly worked: this Spark version allows what the lesson says it refuses.")
+
+
 @dataclass
 class Output:
     """One query of a replay: how to build it from the scenario's stream, and its output mode."""
@@ -85,7 +85,7 @@ class Output:
 
 
 def replay(spark, batches: Sequence[Sequence[dict]], schema, outputs: dict[str, Output], workdir: Path, *,
-           describe_input: Callable[[Sequence[dict]], str],
+           describe_input: Callable[[Sequence[dict]], str] = records_as_text,
            describe_rows: Callable[[list], str],
            show: bool = True,
            edits: dict[int, Callable[[], str]] | None = None) -> dict[str, Run]:
@@ -108,7 +108,7 @@ def replay(spark, batches: Sequence[Sequence[dict]], schema, outputs: dict[str, 
 
 def replay_streams(spark, inputs: dict[str, tuple[Sequence[Sequence[dict]], object]], outputs: dict[str, Output],
                    workdir: Path, *,
-                   describe_input: Callable[[dict[str, Sequence[dict]]], str],
+                   describe_input: Callable[[dict[str, Sequence[dict]]], str] | None = None,
                    describe_rows: Callable[[list], str],
                    show: bool = True,
                    edits: dict[int, Callable[[], str]] | None = None) -> dict[str, Run]:
@@ -117,8 +117,13 @@ def replay_streams(spark, inputs: dict[str, tuple[Sequence[Sequence[dict]], obje
     ``inputs`` maps a name to (batches, schema); micro-batch N reads batch N of every
     input (an input with fewer batches reads nothing). Each output's ``build`` gets one
     stream per input, in the order of ``inputs``; ``describe_input`` gets
-    ``{name: that input's records in the batch}``.
+    ``{name: that input's records in the batch}`` (default: each input's records as text,
+    separated by ' | ').
     """
+    if describe_input is None:
+        def describe_input(records: dict[str, Sequence[dict]]) -> str:
+            return " | ".join(records_as_text(batch) for batch in records.values())
+
     if workdir.exists():
         paths.remove_tree(workdir, allow_outside=True)
     count = max(len(batches) for batches, _ in inputs.values())

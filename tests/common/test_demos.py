@@ -61,15 +61,15 @@ def test_replay_streams_feeds_batch_n_of_every_input_to_micro_batch_n(spark, tmp
 
     runs = replay_streams(spark, {"left": (left, "k STRING, l INT"), "right": (right, "k STRING, r INT")},
                           {"inner": join}, tmp_path / "replay",
-                          describe_input=lambda inputs: f"{len(inputs['left'])} left, {len(inputs['right'])} right",
                           describe_rows=lambda rows: " ".join(f"{row.k}:{row.l}+{row.r}" for row in rows))
 
+    # By default a batch is described as each input's records as text, separated by ' | '.
     assert capsys.readouterr().out.splitlines() == [
-        "Batch 0 reads: 2 left, 1 right",
+        "Batch 0 reads: a 1, b 2 | a 10",
         "  inner  a:1+10",
-        "Batch 1 reads: 1 left, 1 right",
+        "Batch 1 reads: c 3 | b 20",
         "  inner  b:2+20",
-        "Batch 2 reads: 0 left, 1 right",  # the left input has no batch 2: it reads nothing
+        "Batch 2 reads: - | c 30",  # the left input has no batch 2: it reads nothing
         "  inner  c:3+30",
     ]
     assert [[tuple(row) for row in batch.rows] for batch in runs["inner"].batches] == [
