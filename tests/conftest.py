@@ -7,6 +7,7 @@ import os
 import socket
 import stat
 import subprocess
+from datetime import datetime, timezone
 import sys
 import time
 import uuid
@@ -18,6 +19,42 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "streaming_tutorial"), str(ROOT)]
+
+from common.session import pin_time_zone  # noqa: E402
+
+# Like every course process, the test run shows times in UTC whatever the machine's zone
+# (TZ=Asia/Kolkata included): PySpark returns timestamps in the process's local zone.
+pin_time_zone()
+
+DAY = "2025-01-15"  # the day of every hand-made event (config.BASE_EVENT_TIME's)
+
+
+def at(time_of_day: str) -> datetime:
+    """'10:30:15' on the course's day, as PySpark returns a timestamp: a naive datetime in
+    the process's zone (UTC, pinned above)."""
+    moment = datetime.fromisoformat(f"{DAY}T{time_of_day}").replace(tzinfo=timezone.utc)
+    return datetime.fromtimestamp(moment.timestamp())
+
+
+def iso_at(time_of_day: str) -> str:
+    """'10:30:15' -> '2025-01-15T10:30:15.000Z', the way the simulators write event times."""
+    return f"{DAY}T{time_of_day}.000Z"
+
+
+def shop_event(number: int, user: str, kind: str, time_of_day: str, *, product: str = "P001",
+               name: str = "Coffee Maker", category: str = "Home", price: float = 10.0, quantity: int = 1) -> dict:
+    """One shop event as generate_ecommerce_events.py writes it."""
+    return {"event_id": f"EVT-{number:06d}", "user_id": user, "event_type": kind, "product_id": product,
+            "product_name": name, "category": category, "price": price, "quantity": quantity,
+            "timestamp": iso_at(time_of_day)}
+
+
+def sensor_reading(reading_id: int, sensor: str, time_of_day: str, temperature: float = 21.0,
+                   humidity: float = 40.0) -> dict:
+    """One sensor reading as generate_sensor_data.py writes it."""
+    return {"reading_id": reading_id, "sensor_id": sensor, "temperature": temperature, "humidity": humidity,
+            "event_time": iso_at(time_of_day)}
+
 
 def load_lesson(stem: str):
     """Import a numbered lesson (e.g. '06_windowing') as a module; its main() does not run."""

@@ -35,6 +35,12 @@ AD_EVENTS_DIR = DATA_DIR / "ad_events"
 GENERATED_DIRS = (DATA_DIR, CHECKPOINT_DIR, OUTPUT_DIR, TRANSACTIONS_DIR, ECOMMERCE_DIR, SENSOR_DIR)
 
 
+def user_cache_dir() -> Path:
+    """Downloads shared by every run and checkout (jar lists, the Kafka broker's jars):
+    ``$XDG_CACHE_HOME/streaming-course``, else ``~/.cache/streaming-course``."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "streaming-course"
+
+
 def ensure_dirs(*dirs: Path) -> None:
     """Create the given folders (default: all generated folders) if missing."""
     for folder in dirs or GENERATED_DIRS:
