@@ -78,12 +78,7 @@ def _print(text: str) -> None:
 def shared_jar_dir() -> Path:
     """The folder of the broker's jars: one per Kafka version, under STREAMING_COURSE_KAFKA_JARS or a user cache."""
     configured = os.environ.get(KAFKA_JARS_ENV, "").strip()
-    if configured:
-        base = Path(configured).expanduser().resolve()
-    elif os.name == "nt":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local") / "streaming-course"
-    else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "streaming-course"
+    base = Path(configured).expanduser().resolve() if configured else paths.user_cache_dir()
     return base / f"kafka_{SCALA_BINARY}-{KAFKA_VERSION}"
 
 
