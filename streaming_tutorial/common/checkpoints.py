@@ -3,6 +3,7 @@
 A checkpoint folder has ``offsets/`` (the input range of each micro-batch, written
 before the batch runs), ``commits/`` (one file per batch the sink finished), and,
 for stateful queries, ``state/``. A restart resumes after the last commit.
+The one exception to "read only": ``forget_last_commit``, lesson 10's crash simulation.
 """
 
 from __future__ import annotations
@@ -43,3 +44,15 @@ def describe(root: Path) -> str:
         last = last_commit(checkpoint)
         parts.append(f"{name} after batch {last}" if last is not None else f"{name} (no batch committed)")
     return f"Checkpoints in {paths.display(root)}: resuming {', '.join(parts)}."
+
+
+def forget_last_commit(checkpoint: Path) -> int | None:
+    """Delete the last commit of a query's checkpoint; its batch id, or None when there is none.
+
+    What a crash after the sink wrote but before Spark recorded the batch as done leaves
+    behind: the next start runs that batch again, with the same id and the same input.
+    """
+    last = last_commit(checkpoint)
+    for name in (str(last), f".{last}.crc") if last is not None else ():
+        (checkpoint / "commits" / name).unlink(missing_ok=True)
+    return last

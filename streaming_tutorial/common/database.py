@@ -5,7 +5,8 @@ PostgreSQL. Spark's own ``DataFrame.write.jdbc`` only inserts or overwrites, and
 of its tasks commits on its own; a micro-batch that must *add to* totals, exactly
 once, needs one transaction that also records the batch id. That is this module::
 
-    jdbc = Jdbc("jdbc:sqlite:output/10_foreach_batch/shop.db")
+    add_flags(parser, "a SQLite file in output/")            # --jdbc-url, --jdbc-user, --jdbc-password
+    jdbc = from_flags(args, "jdbc:sqlite:output/10_foreach_batch/shop.db")
     create_tables(spark, jdbc, ["CREATE TABLE IF NOT EXISTS ..."])
     applied = apply_batch_once(spark, jdbc, app_id, batch_id, "INSERT ... ON CONFLICT ...", rows)
     query(spark, jdbc, "SELECT ...")  # -> list of tuples
@@ -20,13 +21,15 @@ from __future__ import annotations
 import functools
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterator, Sequence
 
 from . import paths
 from .errors import CourseError
 
+SQLITE_PREFIX = "jdbc:sqlite:"
 # JDBC URL prefix -> driver class. The SQLite driver comes with get_spark(jdbc=True).
-DRIVERS = {"jdbc:sqlite:": "org.sqlite.JDBC", "jdbc:postgresql:": "org.postgresql.Driver"}
+DRIVERS = {SQLITE_PREFIX: "org.sqlite.JDBC", "jdbc:postgresql:": "org.postgresql.Driver"}
 POSTGRES_JDBC_PACKAGE = "org.postgresql:postgresql:42.7.7"
 
 # One row per (application, batch) whose writes were committed: the replay guard.
@@ -52,6 +55,21 @@ class Jdbc:
     def display(self) -> str:
         """The URL as the learner reads it: a SQLite file relative to the project."""
         return self.url.replace(str(paths.PROJECT_ROOT) + "/", "")
+
+
+def add_flags(parser, default: str) -> None:
+    """The database flags of a lesson that writes to one: --jdbc-url, --jdbc-user, --jdbc-password."""
+    parser.add_argument("--jdbc-url", metavar="URL",
+                        help=f"the database (default: {default}), e.g. jdbc:postgresql://localhost:5432/shop")
+    parser.add_argument("--jdbc-user", help="database user (PostgreSQL)")
+    parser.add_argument("--jdbc-password", help="database password (PostgreSQL)")
+
+
+def from_flags(args, default_url: str) -> Jdbc:
+    """The database the flags name, or ``default_url``; an unknown kind of URL fails here, before Spark starts."""
+    jdbc = Jdbc(args.jdbc_url or default_url, args.jdbc_user, args.jdbc_password)
+    driver_for(jdbc.url)
+    return jdbc
 
 
 def driver_for(url: str) -> str:
@@ -95,6 +113,8 @@ def connect(spark, jdbc: Jdbc) -> Iterator:
 
 def create_tables(spark, jdbc: Jdbc, statements: Sequence[str]) -> None:
     """Run ``CREATE TABLE IF NOT EXISTS`` statements, and create ``applied_batches``."""
+    if jdbc.url.startswith(SQLITE_PREFIX):  # SQLite creates the file, not its folder
+        Path(jdbc.url[len(SQLITE_PREFIX):]).parent.mkdir(parents=True, exist_ok=True)
     with connect(spark, jdbc) as connection:
         statement = connection.createStatement()
         for sql in (APPLIED_BATCHES, *statements):

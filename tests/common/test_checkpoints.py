@@ -28,3 +28,14 @@ def test_describe_names_every_query_and_its_last_commit(tmp_path):
 def test_describe_says_when_there_is_nothing_to_resume(tmp_path):
     assert "none yet" in checkpoints.describe(tmp_path / "missing")
     assert checkpoints.query_checkpoints(tmp_path / "missing") == []
+
+
+def test_forget_last_commit_leaves_the_batch_to_run_again(tmp_path):
+    make_checkpoint(tmp_path / "query", [0, 1, 2], [0, 1, 2])
+
+    assert checkpoints.forget_last_commit(tmp_path / "query") == 2
+
+    assert checkpoints.last_commit(tmp_path / "query") == 1
+    assert sorted(path.name for path in (tmp_path / "query" / "commits").iterdir()) == [".0.crc", ".1.crc", "0", "1"]
+    assert checkpoints.batch_ids(tmp_path / "query" / "offsets") == [0, 1, 2]  # batch 2's input is still known
+    assert checkpoints.forget_last_commit(tmp_path / "empty") is None

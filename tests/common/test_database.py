@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 
 from common import database
@@ -17,8 +19,8 @@ ADD = ("INSERT INTO totals (name, amount, note) VALUES (?, ?, ?) "
 
 @pytest.fixture
 def jdbc(spark, tmp_path):
-    where = database.Jdbc(f"jdbc:sqlite:{tmp_path / 'test.db'}")
-    database.create_tables(spark, where, [TOTALS])
+    where = database.Jdbc(f"jdbc:sqlite:{tmp_path / 'new folder' / 'test.db'}")
+    database.create_tables(spark, where, [TOTALS])  # SQLite makes the file; create_tables, its folder
     return where
 
 
@@ -59,6 +61,19 @@ def test_urls_name_their_driver_and_packages():
     assert database.packages_for("jdbc:postgresql://localhost:5432/shop") == [database.POSTGRES_JDBC_PACKAGE]
     with pytest.raises(CourseError, match="SQLite and PostgreSQL"):
         database.driver_for("jdbc:mysql://localhost/shop")
+
+
+def test_the_flags_name_the_database_or_leave_the_default():
+    parser = argparse.ArgumentParser()
+    database.add_flags(parser, "a file")
+
+    assert database.from_flags(parser.parse_args([]), "jdbc:sqlite:/tmp/x.db") == database.Jdbc("jdbc:sqlite:/tmp/x.db")
+    chosen = parser.parse_args(["--jdbc-url", "jdbc:postgresql://db:5432/shop", "--jdbc-user", "u",
+                                "--jdbc-password", "p"])
+    assert database.from_flags(chosen, "jdbc:sqlite:/tmp/x.db") == database.Jdbc("jdbc:postgresql://db:5432/shop",
+                                                                                  "u", "p")
+    with pytest.raises(CourseError, match="SQLite and PostgreSQL"):
+        database.from_flags(parser.parse_args(["--jdbc-url", "jdbc:mysql://db/shop"]), "jdbc:sqlite:/tmp/x.db")
 
 
 def test_a_value_of_an_unknown_type_is_refused_before_the_database_sees_it(spark, jdbc):
