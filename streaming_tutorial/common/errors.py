@@ -16,6 +16,7 @@ stateful operators, another source table) is answered with ``--reset`` or a new
 from __future__ import annotations
 
 import re
+import textwrap
 from typing import Iterator
 
 
@@ -23,23 +24,23 @@ class CourseError(RuntimeError):
     """A failure we can explain: the message is the whole advice paragraph."""
 
 
+ADVICE_WIDTH = 78  # the advice paragraph is wrapped for a terminal; Spark's lines are not
 SPARK_LINES = 3  # how many lines of Spark's message to show beside the advice
 SPARK_LINE_WIDTH = 160
 
 # What --reset and a new --checkpoint-dir throw away, said in every advice that offers them.
 START_OVER = (
-    "To start this query over, run the lesson again with --reset: that deletes this lesson's checkpoints "
-    "and output (the progress it made, its state such as running counts and open windows, and what it "
-    "wrote), but not its input, which the query then reads again from the beginning. Or keep the old "
-    "folder and point --checkpoint-dir at a new, empty one: the query also starts from the beginning, "
-    "the old checkpoint stays on disk, and so does the old output, so results the old run wrote may be "
-    "written again beside it."
+    "To start over, run the lesson with --reset: it deletes this lesson's checkpoints and output (its "
+    "progress, its state such as running counts and open windows, and what it wrote), not its input, "
+    "which is then read again from the beginning. Or point --checkpoint-dir at a new, empty folder: the "
+    "query also starts from the beginning, and the old checkpoint and output stay, so old results may "
+    "be written again beside them."
 )
 
 CHANGED_STATE = (
-    "The checkpoint holds state that an earlier version of this query wrote, and the query has changed "
-    "since: {what}. Spark cannot read that state into the new query. If you changed the query on purpose, "
-    "either undo the change to continue from the checkpoint, or start over. " + START_OVER
+    "The checkpoint holds state from an earlier version of this query, which has changed since: {what}, "
+    "so Spark cannot reuse that state. Undo the change to continue from the checkpoint, or start over. "
+    + START_OVER
 )
 
 # Exact error class (the part before any '.SUBCLASS') -> advice.
@@ -152,7 +153,7 @@ WRAPPED = "terminated with exception: "
 
 
 def explain(error: BaseException) -> str | None:
-    """Advice for an error we recognise, with the first lines of Spark's message; else None."""
+    """Advice for an error we recognise (a wrapped paragraph, then Spark's first lines); else None."""
     if isinstance(error, CourseError):
         return str(error)
     for condition, message in spark_errors(error):
@@ -162,7 +163,8 @@ def explain(error: BaseException) -> str | None:
         else:
             advice = ADVICE.get(main_class)
         if advice:
-            return f"{advice}\nSpark said:\n" + "\n".join(f"  {line}" for line in spark_lines(message))
+            paragraph = textwrap.fill(advice, width=ADVICE_WIDTH, break_long_words=False, break_on_hyphens=False)
+            return f"{paragraph}\nSpark said:\n" + "\n".join(f"  {line}" for line in spark_lines(message))
     return None
 
 
