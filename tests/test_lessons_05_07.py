@@ -1,4 +1,4 @@
-"""Lessons 05-07: word count over a socket, windows on event time, watermarks and late data.
+"""Lessons 05-06: word count over a socket, windows on event time (07 is in tests/lessons/).
 
 Every result is checked row by row on finite, hand-written input; the only waiting is
 for a real socket server's lines to reach Spark, bounded and checked on the sink.
@@ -14,7 +14,6 @@ import sys
 import threading
 import time
 from datetime import datetime, timedelta
-from pathlib import Path
 
 import pytest
 from pyspark.sql import Row
@@ -28,7 +27,6 @@ from data_generators.socket_server import DEMO_SENTENCES
 
 socket_lesson = load_lesson("05_socket_streaming")
 windowing = load_lesson("06_windowing")
-watermarking = load_lesson("07_watermarking")
 LINES = StructType([StructField("value", StringType())])
 
 
@@ -205,67 +203,3 @@ def test_lesson_06_runs_by_itself(course_home):
     assert "Started the sensors simulator for this run" in out
     assert "The live query read" in out
 
-
-# ---------------------------------------------------------------- 07 watermarks
-
-
-@pytest.fixture(scope="module")
-def scenario_reports(spark, tmp_path_factory):
-    folder = tmp_path_factory.mktemp("watermark")
-    return watermarking.run_scenario(spark, folder / "in", folder / "chk")
-
-
-def test_watermark_is_latest_event_minus_lateness_from_the_next_batch_on(scenario_reports):
-    marks = [(r.watermark and r.watermark.strftime("%S"), r.watermark_after.strftime("%S")) for r in scenario_reports]
-
-    # (in force during the batch, after the batch); batch 5 has no data: the watermark moved.
-    assert marks == [(None, "02"), ("02", "14"), ("14", "21"), ("21", "21"), ("21", "45"), ("45", "45")]
-
-
-def test_append_mode_emits_each_window_once_when_the_watermark_passes_its_end(scenario_reports):
-    emitted = [[(watermarking.offset(w.window_start), watermarking.offset(w.window_end), w.reading_ids)
-                for w in r.emitted] for r in scenario_reports]
-
-    assert emitted == [
-        [], [],
-        [(0, 10, [1, 2, 4, 6])],  # r4@01 and r6@08 were behind, but their window was open
-        [(10, 20, [3, 9])],  # r9@13 is older than the watermark (14) yet its window was open
-        [],
-        [(20, 30, [5, 11]), (30, 40, [7])],  # r12's window [50, 60) is still open
-    ]
-
-
-def test_only_events_whose_window_was_already_closed_are_dropped(scenario_reports):
-    assert [r.dropped for r in scenario_reports] == [[], [], [], [8], [10], []]
-    assert [r.spark_dropped for r in scenario_reports] == [0, 0, 0, 1, 1, 0]
-
-
-def test_the_picture_is_a_png(scenario_reports, tmp_path):
-    picture = watermarking.plot_scenario(scenario_reports, tmp_path / "late.png")
-
-    data = picture.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
-    import matplotlib.image
-
-    assert matplotlib.image.imread(picture).shape[:2] == (550, 900)
-
-
-def test_state_grows_without_a_watermark_and_stays_bounded_with_one(spark, tmp_path):
-    without, with_mark = watermarking.compare_state(spark, tmp_path / "in", tmp_path / "chk")
-
-    assert watermarking.state_rows(without) == {0: 1, 1: 2, 2: 3, 3: 4, 4: 5, 5: 6}
-    assert watermarking.state_rows(with_mark) == {0: 1, 1: 2, 2: 3, 3: 3, 4: 3, 5: 3, 6: 2}
-
-
-@pytest.mark.smoke
-def test_lesson_07_runs_by_itself(course_home):
-    result = run_script("streaming_tutorial/07_watermarking.py", home=course_home)
-
-    assert result.returncode == 0, result.stderr[-3000:]
-    out = result.stdout
-    assert re.search(r"^3\s+r8@09 r9@13\s+\[10,20\) r3 r9\s+r8\s+10:30:21$", out, re.MULTILINE), out[:3000]
-    assert "numRowsDroppedByWatermark): 2 rows dropped" in out
-    assert re.search(r"^5\s+6\s+3$", out, re.MULTILINE)
-    assert "The live query read" in out
-    picture = Path(course_home) / "output" / "07_watermarking" / "late_events.png"
-    assert picture.read_bytes()[:4] == b"\x89PNG"
