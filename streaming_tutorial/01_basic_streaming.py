@@ -49,29 +49,6 @@ TRIGGER_INTERVAL = "5 seconds"  # one micro-batch every 5 s, so batches are easy
 KEEP_EVERY = 3  # keep every third number: a batch's 25 rows become a table of 8 or 9
 
 
-def main(argv: list[str] | None = None) -> None:
-    args = cli.lesson_parser(__doc__, simulator=False).parse_args(argv)
-    with lesson_session(LESSON, args) as spark:
-        banner("1. A streaming DataFrame")
-        numbers = read_numbers(spark)
-        print(f"isStreaming: {numbers.isStreaming}")
-        numbers.printSchema()
-
-        banner("2. Why .show() fails on a stream")
-        demos.show_refusal(numbers.show, "Calling .show() on a stream")
-        say("""A stream has no end, so there is nothing to 'show' yet. Start a query with
-            writeStream...start() and let a sink (console, memory, files) receive each
-            micro-batch instead.""")
-
-        banner(f"3. The query runs for {args.duration:g} s: one table per micro-batch")
-        query = start_console(build_number_facts(numbers), pick_trigger(args, TRIGGER_INTERVAL))
-        run_queries([query], args)
-        say(f"""Stopped after {args.duration:g} s. The query read
-            {sum(progress["numInputRows"] for progress in query.recentProgress)} rows in
-            {len(query.recentProgress)} micro-batches. The first batch is often empty: the
-            rate source counts its rows from the moment the query starts.""")
-
-
 def read_numbers(spark) -> DataFrame:
     """The rate source: (timestamp, value) rows, ROWS_PER_SECOND of them, forever."""
     # One partition keeps the rows of a batch in order, which makes them easier to read.
@@ -108,6 +85,29 @@ def start_console(facts: DataFrame, trigger: dict):
         .queryName("rate_to_console")
         .start()
     )
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = cli.lesson_parser(__doc__, simulator=False).parse_args(argv)
+    with lesson_session(LESSON, args) as spark:
+        banner("1. A streaming DataFrame")
+        numbers = read_numbers(spark)
+        print(f"isStreaming: {numbers.isStreaming}")
+        numbers.printSchema()
+
+        banner("2. Why .show() fails on a stream")
+        demos.show_refusal(numbers.show, "Calling .show() on a stream")
+        say("""A stream has no end, so there is nothing to 'show' yet. Start a query with
+            writeStream...start() and let a sink (console, memory, files) receive each
+            micro-batch instead.""")
+
+        banner(f"3. The query runs for {args.duration:g} s: one table per micro-batch")
+        query = start_console(build_number_facts(numbers), pick_trigger(args, TRIGGER_INTERVAL))
+        run_queries([query], args)
+        say(f"""Stopped after {args.duration:g} s. The query read
+            {sum(progress["numInputRows"] for progress in query.recentProgress)} rows in
+            {len(query.recentProgress)} micro-batches. The first batch is often empty: the
+            rate source counts its rows from the moment the query starts.""")
 
 
 if __name__ == "__main__":
