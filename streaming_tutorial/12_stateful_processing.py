@@ -45,9 +45,9 @@ What you'll see
   +---------+------+------+---------+-----------+-------------------+
   After 5 micro-batches the state store keeps 11 open users; 9 were closed
   by the timeout and removed. ...
-  3. The rule for your own timeouts: never behind the current watermark
-  ...
   Lines quarantined with their reason in output/12_stateful_processing/quarantine: 0
+  ...
+  3. The rule for your own timeouts: never behind the current watermark
 """
 
 from __future__ import annotations
@@ -86,52 +86,6 @@ OUTPUT_SCHEMA = "user_id STRING, status STRING, events LONG, purchases LONG, tot
 # What Spark keeps per user between batches (in the checkpoint's state store); last_seen_ms is
 # in epoch milliseconds, what the timeout API uses.
 STATE_SCHEMA = "events LONG, purchases LONG, total_spent DOUBLE, last_seen_ms LONG"
-
-
-def main(argv: list[str] | None = None) -> None:
-    args = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, available_now=True).parse_args(argv)
-    folder, checkpoints = paths.ECOMMERCE_DIR, checkpoint_root(LESSON, args)
-    quarantine = paths.output_for(LESSON, "quarantine")
-    # PySpark's applyInPandasWithState pads its batches with empty pandas frames, which pandas
-    # answers with a FutureWarning per batch from every Python worker (they inherit this).
-    os.environ.setdefault("PYTHONWARNINGS", "ignore::FutureWarning")
-    with lesson_session(LESSON, args) as spark:
-        banner("1. mapGroupsWithState is Scala/Java only")
-        print(f"grouped.mapGroupsWithState exists in PySpark: {hasattr(GroupedData, 'mapGroupsWithState')}")
-        say("""Some tutorials pass a Python function to mapGroupsWithState: that API is Scala/Java
-            only, so in Python it is an AttributeError before any data flows. PySpark's way is
-            groupBy(...).applyInPandasWithState(func, output schema, state schema, output mode,
-            timeout): func gets the key, an iterator of pandas DataFrames and a GroupState, whose
-            get, getOption, exists, update and remove work as in Scala (get, getOption and exists
-            are properties in Python), and yields pandas DataFrames.""")
-
-        banner(f"2. Per-user state; a user idle for {IDLE_TIMEOUT.seconds // 60} min of event time is closed")
-        watch = should_watch("ecommerce", folder, args)
-        # Watching: a batch every few seconds while files arrive. Otherwise: read what is there once.
-        trigger = pick_trigger(args, TRIGGER_INTERVAL) if watch else {"availableNow": True}
-        events = read_events(spark, folder)
-        queries = [start_console(build_user_state(valid_records(events, ECOMMERCE_EVENT_SCHEMA)), checkpoints, trigger),
-                   start_quarantine(quarantined(events, "source_file"), quarantine, checkpoints, trigger)]
-        if watch:
-            with simulator_for_lesson("ecommerce", "generate_ecommerce_events.py", SIMULATOR_ARGS,
-                                      enabled=not args.no_simulator) as simulator:
-                run_queries(queries, args, until=simulator.done)
-        else:
-            run_queries(queries, args)  # availableNow: both queries end once the files are read
-        state = [p["stateOperators"][0] for p in queries[0].recentProgress if p.get("stateOperators")]
-        say(f"""After {len(state)} micro-batches the state store keeps {state[-1]['numRowsTotal']} open users;
-            {sum(s['numRowsRemoved'] for s in state)} were closed by the timeout and removed. Their state
-            is in the checkpoint: run again and each user continues where it stopped.""" if state else
-            """No new file since the last run: every user's state in the checkpoint is as it was. Start
-            the simulator in a second terminal (see Run in this file) to add events to it.""")
-
-        banner("3. The rule for your own timeouts: never behind the current watermark")
-        say(f"""Spark drops late rows with the previous batch's watermark, but func sees this batch's,
-            which can be later than a new user's last event + {IDLE_TIMEOUT.seconds // 60} min.
-            setTimeoutTimestamp refuses a time behind it (INVALID_TIMEOUT_TIMESTAMP) and the query dies:
-            so this lesson sets max(last event + timeout, state.getCurrentWatermarkMs() + 1).""")
-        print(f"Lines quarantined with their reason in {paths.display(quarantine)}: "
-              f"{read_quarantine(spark, quarantine).count()}")
 
 
 def read_events(spark, folder: Path) -> DataFrame:
@@ -228,6 +182,52 @@ def start_quarantine(bad_lines: DataFrame, folder: Path, checkpoints: Path, trig
 def read_quarantine(spark, folder: Path) -> DataFrame:
     """What the quarantine holds (every run's bad lines; --reset empties it)."""
     return spark.read.schema(QUARANTINE_SCHEMA).json(str(folder))
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, available_now=True).parse_args(argv)
+    folder, checkpoints = paths.ECOMMERCE_DIR, checkpoint_root(LESSON, args)
+    quarantine = paths.output_for(LESSON, "quarantine")
+    # PySpark's applyInPandasWithState pads its batches with empty pandas frames, which pandas
+    # answers with a FutureWarning per batch from every Python worker (they inherit this).
+    os.environ.setdefault("PYTHONWARNINGS", "ignore::FutureWarning")
+    with lesson_session(LESSON, args) as spark:
+        banner("1. mapGroupsWithState is Scala/Java only")
+        print(f"grouped.mapGroupsWithState exists in PySpark: {hasattr(GroupedData, 'mapGroupsWithState')}")
+        say("""Some tutorials pass a Python function to mapGroupsWithState: that API is Scala/Java
+            only, so in Python it is an AttributeError before any data flows. PySpark's way is
+            groupBy(...).applyInPandasWithState(func, output schema, state schema, output mode,
+            timeout): func gets the key, an iterator of pandas DataFrames and a GroupState, whose
+            get, getOption, exists, update and remove work as in Scala (get, getOption and exists
+            are properties in Python), and yields pandas DataFrames.""")
+
+        banner(f"2. Per-user state; a user idle for {IDLE_TIMEOUT.seconds // 60} min of event time is closed")
+        watch = should_watch("ecommerce", folder, args)
+        # Watching: a batch every few seconds while files arrive. Otherwise: read what is there once.
+        trigger = pick_trigger(args, TRIGGER_INTERVAL) if watch else {"availableNow": True}
+        events = read_events(spark, folder)
+        queries = [start_console(build_user_state(valid_records(events, ECOMMERCE_EVENT_SCHEMA)), checkpoints, trigger),
+                   start_quarantine(quarantined(events, "source_file"), quarantine, checkpoints, trigger)]
+        if watch:
+            with simulator_for_lesson("ecommerce", "generate_ecommerce_events.py", SIMULATOR_ARGS,
+                                      enabled=not args.no_simulator) as simulator:
+                run_queries(queries, args, until=simulator.done)
+        else:
+            run_queries(queries, args)  # availableNow: both queries end once the files are read
+        state = [p["stateOperators"][0] for p in queries[0].recentProgress if p.get("stateOperators")]
+        say(f"""After {len(state)} micro-batches the state store keeps {state[-1]['numRowsTotal']} open users;
+            {sum(s['numRowsRemoved'] for s in state)} were closed by the timeout and removed. Their state
+            is in the checkpoint: run again and each user continues where it stopped.""" if state else
+            """No new file since the last run: every user's state in the checkpoint is as it was. Start
+            the simulator in a second terminal (see Run in this file) to add events to it.""")
+        print(f"Lines quarantined with their reason in {paths.display(quarantine)}: "
+              f"{read_quarantine(spark, quarantine).count()}")
+
+        banner("3. The rule for your own timeouts: never behind the current watermark")
+        say(f"""Spark drops late rows with the previous batch's watermark, but func sees this batch's,
+            which can be later than a new user's last event + {IDLE_TIMEOUT.seconds // 60} min.
+            setTimeoutTimestamp refuses a time behind it (INVALID_TIMEOUT_TIMESTAMP) and the query dies:
+            so this lesson sets max(last event + timeout, state.getCurrentWatermarkMs() + 1).""")
 
 
 if __name__ == "__main__":
