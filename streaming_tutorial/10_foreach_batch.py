@@ -67,71 +67,6 @@ ADD_TO_CATEGORY = """INSERT INTO category_sales (category, purchases, units, rev
     revenue = category_sales.revenue + excluded.revenue, last_batch = excluded.last_batch"""
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, available_now=True)
-    database.add_flags(parser, "the SQLite file output/10_foreach_batch/shop.db")
-    parser.add_argument("--alerts", choices=("file", "kafka"), default="file",
-                        help=f"alerts as JSON files, or to the Kafka topic '{config.TOPIC_ALERTS}' (default: file)")
-    args = parser.parse_args(argv)
-    folder, checkpoint = paths.output_for(LESSON), checkpoint_root(LESSON, args) / "events"
-    jdbc = database.from_flags(args, f"jdbc:sqlite:{folder / 'shop.db'}")
-    to_kafka = args.alerts == "kafka"
-    with (kafka_broker.kafka_for_lesson() if to_kafka else nullcontext()) as bootstrap, \
-            lesson_session(LESSON, args, delta=True, jdbc=True, kafka=to_kafka,
-                           extra_packages=database.packages_for(jdbc.url)) as spark:
-        database.create_tables(spark, jdbc, [CATEGORY_SALES])
-        if bootstrap:
-            kafka.ensure_topics(bootstrap, [config.TOPIC_ALERTS])
-        where = {"folder": folder, "jdbc": jdbc, "kafka": bootstrap}
-
-        banner("1. One query, four destinations per micro-batch")
-        say(f"""Each micro-batch of shop events goes to a Delta table, to per-category totals in
-            {jdbc.display()}, to {'the Kafka topic ' + config.TOPIC_ALERTS if bootstrap else 'alert files'}
-            for purchases of at least {ALERT_THRESHOLD:g}, and unusable lines to a quarantine. A
-            second run reads only the files that arrived since the first.""")
-        events = read_events(spark, paths.ECOMMERCE_DIR)
-        if simulators.should_watch("ecommerce", paths.ECOMMERCE_DIR, args):
-            query = start_batches(events, checkpoint, pick_trigger(args, TRIGGER_INTERVAL), **where)
-            with simulators.simulator_for_lesson("ecommerce", "generate_ecommerce_events.py", SIMULATOR_ARGS,
-                                                 enabled=not args.no_simulator) as simulator:
-                run_queries([query], args, until=simulator.done)
-        # Read what is there (all of it, or what came after a short --duration), then stop.
-        finish([start_batches(events, checkpoint, {"availableNow": True}, **where)])
-
-        banner("2. What landed where")
-        before = read_outputs(spark, folder, jdbc)
-        print(f"Delta table {paths.display(folder / 'events')}: {before['delta_rows']} rows in "
-              f"{before['delta_versions']} versions\ncategory_sales in {jdbc.display()}:")
-        narration.print_table(("category", "purchases", "units", "revenue", "last_batch"), before["sales"])
-        print(f"applied_batches: {before['applied']} batch ids recorded")
-        print(f"Alerts went to the Kafka topic '{config.TOPIC_ALERTS}'" if bootstrap else
-              f"Alerts: {len(before['alerts'])} lines in {paths.display(folder / 'alerts')}"
-              + "".join(f"\n  {line}" for line in before["alerts"][:1]))
-        print(f"Quarantine: {len(before['quarantine'])} lines, each with its reason")
-
-        banner("3. A crash before the commit: Spark replays the batch, nothing doubles")
-        replayed = checkpoints.forget_last_commit(checkpoint)
-        if replayed is None:
-            say("No micro-batch has run yet, so there is nothing to replay: run the lesson again.")
-            return
-        print(f"Deleted {paths.display(checkpoint)}/commits/{replayed}: to Spark, batch {replayed} never finished.")
-        finish([start_batches(events, checkpoint, {"availableNow": True}, **where)])
-        after = read_outputs(spark, folder, jdbc)
-        print(f"Delta rows: {before['delta_rows']} -> {after['delta_rows']}; database purchases: "
-              f"{sum(row[1] for row in before['sales'])} -> {sum(row[1] for row in after['sales'])}; "
-              + (f"alerts: sent to '{config.TOPIC_ALERTS}' again" if bootstrap else
-                 f"alert lines: {len(before['alerts'])} -> {len(after['alerts'])}"))
-        say("""Spark ran the batch again with the same id and the same input, exactly what it does
-            after a crash between the sink's write and the checkpoint's commit. Delta saw
-            (txnAppId, txnVersion) in its log and skipped the append; the database saw the batch
-            id in applied_batches and rolled back. Without those guards every replay would add
-            the batch a second time: foreachBatch alone is only at-least-once.""")
-        say("""Kafka is the exception: the replay sent the batch's alerts again. They carry the
-            event id as their key, so a consumer (or a compacted topic) can drop the repeats;
-            exactly-once into Kafka would need Kafka transactions.""" if bootstrap else
-            "A batch's alert file is named after its id: a replay rewrites it with the same lines.")
-
-
 def read_events(spark, folder: Path) -> DataFrame:
     """The shop's event files as a stream of lines, parsed: a bad line keeps its text and a reason."""
     return sources.parse_json(sources.read_json_lines(spark, folder), ECOMMERCE_EVENT_SCHEMA)
@@ -244,6 +179,71 @@ def read_outputs(spark, folder: Path, jdbc: database.Jdbc) -> dict:
         "applied": database.query(spark, jdbc, "SELECT COUNT(*) FROM applied_batches")[0][0],
         **lines,
     }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, available_now=True)
+    database.add_flags(parser, "the SQLite file output/10_foreach_batch/shop.db")
+    parser.add_argument("--alerts", choices=("file", "kafka"), default="file",
+                        help=f"alerts as JSON files, or to the Kafka topic '{config.TOPIC_ALERTS}' (default: file)")
+    args = parser.parse_args(argv)
+    folder, checkpoint = paths.output_for(LESSON), checkpoint_root(LESSON, args) / "events"
+    jdbc = database.from_flags(args, f"jdbc:sqlite:{folder / 'shop.db'}")
+    to_kafka = args.alerts == "kafka"
+    with (kafka_broker.kafka_for_lesson() if to_kafka else nullcontext()) as bootstrap, \
+            lesson_session(LESSON, args, delta=True, jdbc=True, kafka=to_kafka,
+                           extra_packages=database.packages_for(jdbc.url)) as spark:
+        database.create_tables(spark, jdbc, [CATEGORY_SALES])
+        if bootstrap:
+            kafka.ensure_topics(bootstrap, [config.TOPIC_ALERTS])
+        where = {"folder": folder, "jdbc": jdbc, "kafka": bootstrap}
+
+        banner("1. One query, four destinations per micro-batch")
+        say(f"""Each micro-batch of shop events goes to a Delta table, to per-category totals in
+            {jdbc.display()}, to {'the Kafka topic ' + config.TOPIC_ALERTS if bootstrap else 'alert files'}
+            for purchases of at least {ALERT_THRESHOLD:g}, and unusable lines to a quarantine. A
+            second run reads only the files that arrived since the first.""")
+        events = read_events(spark, paths.ECOMMERCE_DIR)
+        if simulators.should_watch("ecommerce", paths.ECOMMERCE_DIR, args):
+            query = start_batches(events, checkpoint, pick_trigger(args, TRIGGER_INTERVAL), **where)
+            with simulators.simulator_for_lesson("ecommerce", "generate_ecommerce_events.py", SIMULATOR_ARGS,
+                                                 enabled=not args.no_simulator) as simulator:
+                run_queries([query], args, until=simulator.done)
+        # Read what is there (all of it, or what came after a short --duration), then stop.
+        finish([start_batches(events, checkpoint, {"availableNow": True}, **where)])
+
+        banner("2. What landed where")
+        before = read_outputs(spark, folder, jdbc)
+        print(f"Delta table {paths.display(folder / 'events')}: {before['delta_rows']} rows in "
+              f"{before['delta_versions']} versions\ncategory_sales in {jdbc.display()}:")
+        narration.print_table(("category", "purchases", "units", "revenue", "last_batch"), before["sales"])
+        print(f"applied_batches: {before['applied']} batch ids recorded")
+        print(f"Alerts went to the Kafka topic '{config.TOPIC_ALERTS}'" if bootstrap else
+              f"Alerts: {len(before['alerts'])} lines in {paths.display(folder / 'alerts')}"
+              + "".join(f"\n  {line}" for line in before["alerts"][:1]))
+        print(f"Quarantine: {len(before['quarantine'])} lines, each with its reason")
+
+        banner("3. A crash before the commit: Spark replays the batch, nothing doubles")
+        replayed = checkpoints.forget_last_commit(checkpoint)
+        if replayed is None:
+            say("No micro-batch has run yet, so there is nothing to replay: run the lesson again.")
+            return
+        print(f"Deleted {paths.display(checkpoint)}/commits/{replayed}: to Spark, batch {replayed} never finished.")
+        finish([start_batches(events, checkpoint, {"availableNow": True}, **where)])
+        after = read_outputs(spark, folder, jdbc)
+        print(f"Delta rows: {before['delta_rows']} -> {after['delta_rows']}; database purchases: "
+              f"{sum(row[1] for row in before['sales'])} -> {sum(row[1] for row in after['sales'])}; "
+              + (f"alerts: sent to '{config.TOPIC_ALERTS}' again" if bootstrap else
+                 f"alert lines: {len(before['alerts'])} -> {len(after['alerts'])}"))
+        say("""Spark ran the batch again with the same id and the same input, exactly what it does
+            after a crash between the sink's write and the checkpoint's commit. Delta saw
+            (txnAppId, txnVersion) in its log and skipped the append; the database saw the batch
+            id in applied_batches and rolled back. Without those guards every replay would add
+            the batch a second time: foreachBatch alone is only at-least-once.""")
+        say("""Kafka is the exception: the replay sent the batch's alerts again. They carry the
+            event id as their key, so a consumer (or a compacted topic) can drop the repeats;
+            exactly-once into Kafka would need Kafka transactions.""" if bootstrap else
+            "A batch's alert file is named after its id: a replay rewrites it with the same lines.")
 
 
 if __name__ == "__main__":
