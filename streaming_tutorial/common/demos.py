@@ -181,7 +181,10 @@ def _run_step_by_step(streams, outputs: dict[str, Output], workdir: Path, scenar
 
 def print_replay(batches, runs: dict[str, Run], describe_input, describe_rows,
                  notes: dict[int, str] | None = None) -> None:
-    """What each batch read, its watermark, and what each output sent to its sink (after ``notes[N]``, if any)."""
+    """What each batch read, its watermark, and what each output sent to its sink (after ``notes[N]``, if any).
+
+    ``describe_rows`` may return several lines (e.g. one per row): they line up under the first.
+    """
     ids = sorted({batch.batch_id for run in runs.values() for batch in run.batches})
     width = max(len(label) for label in runs)
     lines = []
@@ -196,8 +199,9 @@ def print_replay(batches, runs: dict[str, Run], describe_input, describe_rows,
             if batch is None:
                 continue
             mark = short_time(batch.watermark)
-            rows = describe_rows(batch.rows) if batch.rows else "(nothing)"
-            lines.append(f"  {label:<{width}}  {rows}" + (f"   [watermark {mark}]" if mark else ""))
+            first, *more = (describe_rows(batch.rows) if batch.rows else "(nothing)").split("\n")
+            lines.append(f"  {label:<{width}}  {first}" + (f"   [watermark {mark}]" if mark else ""))
+            lines.extend(f"  {'':<{width}}  {line}" for line in more)  # one row a line: under the first
     print("\n".join(lines), flush=True)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from common.demos import Output, records_as_text, records_from_text, replay, replay_streams, show_refusal
+from common.demos import Output, print_replay, records_as_text, records_from_text, replay, replay_streams, show_refusal
 from common.errors import CourseError
 
 
@@ -112,3 +112,21 @@ def test_a_scenario_written_as_text_becomes_records_and_back():
         [{"impression_id": "IMP-3", "ad_id": "AD-1", "impression_time": "2025-01-15T10:02:00Z"}],
     ]
     assert [records_as_text(batch) for batch in batches] == [text[0], "-", text[2]]
+
+
+def test_print_replay_lines_up_rows_described_on_several_lines(capsys):
+    from common.microbatch import BatchResult, Run
+
+    runs = {"sessions": Run([BatchResult(0, ["a", "b"], "2025-01-15T10:30:09.000Z"), BatchResult(1, [])]),
+            "all": Run([BatchResult(0, ["c"])])}
+
+    print_replay([["x"], ["y"]], runs, describe_input=" ".join, describe_rows="\n".join)
+
+    assert capsys.readouterr().out.splitlines() == [
+        "Batch 0 reads: x",
+        "  sessions  a   [watermark 10:30:09]",
+        "            b",
+        "  all       c",
+        "Batch 1 reads: y",
+        "  sessions  (nothing)",
+    ]
