@@ -1,14 +1,14 @@
 """03 · File streaming: watch a folder of JSON files, read each file once, quarantine bad lines.
 
 What you'll learn
-  - ``spark.readStream.schema(...).json(folder)`` turns a folder into a stream: every new
-    file is new input. A stream needs its schema up front (you will see the error without).
+  - A folder is a stream: every new file is new input. A stream needs its schema up front
+    (you will see the error without one), and each line is parsed against it.
   - ``maxFilesPerTrigger`` bounds how much one micro-batch reads; ``trigger(availableNow=True)``
     processes what is there now and stops.
   - The checkpoint (an option of the *writer*) remembers which files were read: run the
     lesson twice and the second run reads no old file.
-  - Malformed lines are not dropped: PERMISSIVE mode puts them in ``_corrupt_record``, and
-    the lesson writes them, with their file name, to a quarantine folder and counts them.
+  - A line that cannot be used is not dropped: it goes, with its file name and the reason,
+    to a quarantine folder, and is counted.
 
 Run
   python streaming_tutorial/03_file_streaming.py                  # reads data/input_stream
@@ -18,14 +18,14 @@ Run
   Files already there and no simulator running: it processes them and stops. No files: it
   starts the simulator for the run. To watch files arrive, start the simulator first in a
   second terminal; the lesson reads what it writes and stops when it stops (or after
-  --duration seconds):
+  --duration seconds, 20 by default):
     python data_generators/simulate_file_data.py --count 10 --interval 3 --malformed-every 4
-    python streaming_tutorial/03_file_streaming.py
+    python streaming_tutorial/03_file_streaming.py --duration 60
 
 What you'll see
   (first run on the sample data of initial_setup.py)
-  Reading a stream without .schema() fails with:
-    Schema must be specified when creating a streaming source DataFrame. If some files already exist in the direct...
+  Reading a stream without .schema() fails:
+    Schema must be specified when creating a streaming source DataFrame. If some files already exist in the ...
   ...
   Batch 0 · transactions-0001.json: 10 rows parsed, 0 lines quarantined
   +--------------+---------+------+-----------+-------------------+
@@ -36,286 +36,133 @@ What you'll see
   ...
   Batch 2 · transactions-0003.json: 8 rows parsed, 2 lines quarantined
   ...
-  Already processed by earlier runs (the checkpoint's list): 0 file(s)
+    quarantined, not a JSON object: {"transaction_id":"TXN-000025","user_id":"USER-1015","amount":644.
+    quarantined, not a JSON object: {"transaction_id":"TXN-000030","user_id":"USER-1038","amount":3
+  ...
+  Already read by earlier runs (the checkpoint's list): 0 file(s)
   Read in this run: 3 file(s): transactions-0001.json, transactions-0002.json, transactions-0003.json
   Old files read again: 0
-  Rows parsed: 28; malformed lines quarantined: 2 (output/03_file_streaming/quarantine)
-    transactions-0003.json: {"transaction_id":"TXN-000025","user_id":"USER-1015","amount":644.
-    transactions-0003.json: {"transaction_id":"TXN-000030","user_id":"USER-1038","amount":3
+  Rows parsed: 28; lines quarantined: 2 (with their reason, in output/03_file_streaming/quarantine)
   And on the second run:
-  Already processed by earlier runs (the checkpoint's list): 3 file(s)
+  Already read by earlier runs (the checkpoint's list): 3 file(s)
   Read in this run: 0 file(s)
   Old files read again: 0
 """
 
-from __future__ import annotations
+from pathlib import Path
 
-import json
-import time
-from pathlib import Path, PurePosixPath
-from urllib.parse import unquote, urlparse
-
-from pyspark.errors import IllegalArgumentException
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import StringType, StructField, StructType
 
-from common import cli, paths, simulators
-from common.runner import (
-    await_queries,
-    banner,
-    checkpoint_root,
-    foreach_batch,
-    lesson_session,
-    run_lesson,
-    say,
-    stop_between_batches,
-)
+from common import checkpoints, cli, demos, narration, paths, simulators, sources
+from common.runner import banner, checkpoint_root, foreach_batch, lesson_session, run_lesson, run_queries, say
 from common.schemas import TRANSACTION_SCHEMA
 
 LESSON = "03_file_streaming"
-# An upper bound: the lesson stops as soon as its input is done (see watch_until_done).
-DEFAULT_DURATION = 60
-POLL_SECONDS = 0.5  # how often a watching run checks whether its input is done
 MAX_FILES_PER_TRIGGER = 1  # one file per micro-batch, so each batch is easy to follow
 TRIGGER_INTERVAL = "2 seconds"  # how often a watching query lists the folder
-SHOW_ROWS = 5  # rows of each batch printed
-# The simulator the lesson starts when the folder is empty: a few files, some lines broken.
-SIMULATOR_ARGS = ["--count", "3", "--interval", "3", "--malformed-every", "4"]
-CORRUPT_COLUMN = "_corrupt_record"
-# The transaction schema plus a column where PERMISSIVE mode keeps lines it cannot parse.
-RAW_SCHEMA = StructType(TRANSACTION_SCHEMA.fields + [StructField(CORRUPT_COLUMN, StringType())])
-
-
-def main(argv: list[str] | None = None) -> None:
-    args = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, available_now=True).parse_args(argv)
-    folder = paths.TRANSACTIONS_DIR
-    paths.ensure_dirs(folder)
-    with lesson_session(LESSON, args) as spark:
-        checkpoint = checkpoint_root(LESSON, args) / "transactions"
-        quarantine = paths.output_for(LESSON, "quarantine")
-
-        banner("1. A folder of JSON files, read with a fixed schema")
-        files = input_files(folder)
-        print(f"{paths.display(folder)} holds {len(files)} file(s) now.")
-        explain_missing_schema(spark, folder)
-        transactions = read_transactions(spark, folder)
-        transactions.printSchema()
-        say(f"""maxFilesPerTrigger={MAX_FILES_PER_TRIGGER}: each micro-batch reads at most that many
-            new files. The checkpoint ({paths.display(checkpoint)}) is set on the writer,
-            writeStream.option("checkpointLocation", ...): it records every file read, so a
-            restarted query skips them. Set on readStream, the same option is silently
-            ignored and every run would read every file again.""")
-
-        run = FileRun(checkpoint, quarantine)
-        # Watch the folder when files are (about to be) arriving; otherwise read what is
-        # there and stop, so the lesson ends as soon as its input is done.
-        watch = not args.available_now and (simulators.is_running("transactions") or not files)
-        if watch:
-            banner(f"2. Watching the folder (at most {args.duration:g} s): one new file per micro-batch")
-            query = start_file_stream(transactions, run, checkpoint, available_now=False)
-            external = simulators.is_running("transactions")
-            with simulators.simulator_for_lesson(
-                "transactions", "simulate_file_data.py", SIMULATOR_ARGS, enabled=not args.no_simulator
-            ) as simulator:
-                watch_until_done(query, run, folder, args.duration, simulator=simulator, external=external)
-        else:
-            banner("2. Reading the files that are there, one per micro-batch, then stopping")
-            query = start_file_stream(transactions, run, checkpoint, available_now=True)
-            await_queries([query], args.duration)
-
-        banner("3. What this run did")
-        report(run, folder)
+# The simulator the lesson starts when the folder is empty: a few files, every 4th line broken.
+SIMULATOR = ("transactions", "simulate_file_data.py", ["--count", "3", "--interval", "3", "--malformed-every", "4"])
 
 
 def read_transactions(spark, folder: Path) -> DataFrame:
-    """The folder as a stream of transactions, plus the raw line of any malformed record.
-
-    PERMISSIVE mode never fails the query on a bad line: the line goes to
-    ``_corrupt_record`` and the other columns are null (FAILFAST would stop the stream
-    on the first bad line; DROPMALFORMED would lose it silently).
-    """
-    # Note: no checkpointLocation here. It is an option of writeStream; on the reader
-    # Spark silently ignores it, and a restarted query would read every file again.
-    return (
-        spark.readStream.schema(RAW_SCHEMA)
-        .option("mode", "PERMISSIVE")
-        .option("columnNameOfCorruptRecord", CORRUPT_COLUMN)
-        .option("maxFilesPerTrigger", MAX_FILES_PER_TRIGGER)
-        .json(str(folder))
-        # _metadata is the hidden per-file column of file sources: which file each row came from.
-        .withColumn("source_file", F.col("_metadata.file_name"))
-    )
+    """Every line of every file in ``folder`` as text (``value``), with its file's name (``source_file``)."""
+    # Text first, parsed next: a line that does not fit the schema is kept, never lost.
+    return sources.read_json_lines(spark, folder, max_files_per_trigger=MAX_FILES_PER_TRIGGER)
 
 
-def build_parsed_transactions(raw: DataFrame) -> DataFrame:
-    """The rows that parsed: the transaction's columns and the file they came from."""
-    return raw.filter(F.col(CORRUPT_COLUMN).isNull()).select(*TRANSACTION_SCHEMA.fieldNames(), "source_file")
+def parse_transactions(lines: DataFrame) -> DataFrame:
+    """The transaction's fields, parsed from each line, and why the line cannot be used (null when it can)."""
+    # from_json never fails the query: a broken line, a wrong type, a missing required field
+    # (nullable=False in the schema) or an amount of 1e400 (Infinity) gets a quarantine_reason.
+    return sources.parse_json(lines, TRANSACTION_SCHEMA)
 
 
-def build_quarantine(raw: DataFrame) -> DataFrame:
-    """The lines that did not parse, exactly as they were in the file, with the file's name.
-
-    Use it on a persisted micro-batch (as FileRun does), not on the raw stream: Spark
-    refuses a query on raw JSON that needs only the corrupt-record column
-    (UNSUPPORTED_FEATURE.QUERY_ONLY_CORRUPT_RECORD_COLUMN), because it would skip
-    parsing the very columns whose failure fills it.
-    """
-    return raw.filter(F.col(CORRUPT_COLUMN).isNotNull()).select(
-        F.col(CORRUPT_COLUMN).alias("raw_line"), "source_file"
-    )
-
-
-class FileRun:
-    """One run of the file stream: the foreachBatch handler and what it saw.
-
-    foreachBatch hands each micro-batch over as a plain DataFrame, so one read of each
-    file feeds two outputs (parsed rows to the console, bad lines to the quarantine
-    folder) and can be counted. Lesson 04 shows the other way: one query per sink.
-    """
-
-    def __init__(self, checkpoint: Path, quarantine: Path, *, show_rows: int = SHOW_ROWS) -> None:
-        self.quarantine = quarantine
-        self.show_rows = show_rows
-        self.files_before = processed_files(checkpoint)  # read by earlier runs
-        self.files_read: list[str] = []  # read by this run, in order
-        self.parsed = 0
-        self.quarantined: list[dict] = []  # this run's bad lines: raw_line, source_file
-
-    @property
-    def reread(self) -> list[str]:
-        """Files this run read although an earlier run had already processed them."""
-        return [name for name in self.files_read if name in self.files_before]
-
-    def handle_batch(self, batch: DataFrame, batch_id: int) -> None:
-        # The batch is used four times below; persisting it reads its files only once,
-        # and lets build_quarantine select the corrupt-record column on its own.
-        batch.persist()
-        try:
-            per_file = (
-                batch.groupBy("source_file")
-                .agg(F.count(F.lit(1)).alias("lines"), F.count(CORRUPT_COLUMN).alias("bad"))
-                .orderBy("source_file")
-                .collect()
-            )
-            bad_lines = [row.asDict() for row in build_quarantine(batch).collect()]
-            if bad_lines:
-                # One folder per batch id, overwritten if the batch is ever replayed after a
-                # crash: the quarantine then holds each bad line once (idempotent write).
-                build_quarantine(batch).coalesce(1).write.mode("overwrite").json(
-                    str(self.quarantine / f"batch_id={batch_id}")
-                )
-            parsed = sum(row.lines - row.bad for row in per_file)
-            names = ", ".join(row.source_file for row in per_file)
-            print(f"\nBatch {batch_id} · {names}: {parsed} rows parsed, {len(bad_lines)} lines quarantined")
-            build_parsed_transactions(batch).drop("source_file").orderBy("transaction_id").show(
-                self.show_rows, truncate=False
-            )
-            self.files_read.extend(row.source_file for row in per_file)
-            self.parsed += parsed
-            self.quarantined.extend(bad_lines)
-        finally:
-            batch.unpersist()
-
-
-def start_file_stream(transactions: DataFrame, run: FileRun, checkpoint: Path, *, available_now: bool):
-    """Start the query; the checkpoint is where it records every file it has read."""
-    writer = (
-        # foreach_batch (common.runner) lets a stop that lands mid-batch end quietly.
-        transactions.writeStream.foreachBatch(foreach_batch(run.handle_batch))
-        .option("checkpointLocation", str(checkpoint))
-        .queryName("transactions_from_files")
-    )
-    if available_now:
-        return writer.trigger(availableNow=True).start()
-    return writer.trigger(processingTime=TRIGGER_INTERVAL).start()
-
-
-def watch_until_done(query, run: FileRun, folder: Path, duration: float, *, simulator=None, external=False) -> None:
-    """Let the query watch the folder until the simulator is done and all its files are read.
-
-    Ends early only when the input is known to be finite: the simulator this lesson
-    started has exited (or the one in the second terminal has stopped) and every file in
-    the folder has been read. Otherwise it watches for ``duration`` seconds.
-    """
-    deadline = time.monotonic() + duration
+def write_batch(batch: DataFrame, batch_id: int, quarantine: Path, tally: dict) -> None:
+    """One micro-batch: its good rows to the console, its bad lines (with their reason) to the quarantine."""
+    # foreachBatch hands over each micro-batch as a plain DataFrame: one read of the files
+    # feeds both outputs. persist() keeps it in memory for the uses below.
+    batch.persist()
     try:
-        while time.monotonic() < deadline:
-            if query.awaitTermination(POLL_SECONDS):  # raises if the query failed
-                break
-            if simulator is not None:
-                producing = simulator.poll() is None
-            elif external:
-                producing = simulators.is_running("transactions")
-            else:  # --no-simulator: we cannot know when more files come
-                continue
-            if not producing and set(input_files(folder)) <= run.files_before | set(run.files_read):
-                break
+        per_file = (
+            batch.groupBy("source_file")
+            .agg(F.count(F.lit(1)).alias("lines"), F.count(sources.REASON_COLUMN).alias("bad"))
+            .orderBy("source_file")
+            .collect()
+        )
+        good, bad = sources.valid_records(batch, TRANSACTION_SCHEMA), sources.quarantined(batch, "source_file")
+        bad_rows = bad.collect()
+        if bad_rows:
+            write_quarantine(bad, quarantine, batch_id)
+        # An empty file is a micro-batch too, with no lines.
+        counts = [f"{f.source_file}: {f.lines - f.bad} rows parsed, {f.bad} lines quarantined" for f in per_file]
+        print(f"\nBatch {batch_id} · {', '.join(counts) or 'a file with no lines'}")
+        if sum(f.lines - f.bad for f in per_file):
+            good.orderBy("transaction_id").show(truncate=False)
+        for row in bad_rows:
+            print(f"  quarantined, {row.reason}: {narration.first_line(row.raw_line)}")
+        tally["files"] += [f.source_file for f in per_file]
+        tally["parsed"] += sum(f.lines - f.bad for f in per_file)
+        tally["quarantined"] += len(bad_rows)
     finally:
-        stop_between_batches(query)
-    if query.exception() is not None:
-        raise query.exception()
+        batch.unpersist()
 
 
-def process_available(spark, folder: Path, checkpoint: Path, quarantine: Path, *, timeout: float = 120) -> FileRun:
-    """Read the files in ``folder`` that ``checkpoint`` has not seen yet, then stop."""
-    run = FileRun(checkpoint, quarantine)
-    query = start_file_stream(read_transactions(spark, folder), run, checkpoint, available_now=True)
-    await_queries([query], timeout)
-    return run
+def write_quarantine(bad: DataFrame, quarantine: Path, batch_id: int) -> None:
+    """A batch's bad lines, each with its file and reason, as JSON in quarantine/batch_id=N/."""
+    # One folder per batch id, overwritten if the batch runs again after a crash: each bad line once.
+    bad.coalesce(1).write.mode("overwrite").json(str(quarantine / f"batch_id={batch_id}"))
 
 
-def processed_files(checkpoint: Path) -> set[str]:
-    """Names of the files the checkpoint says its file source has already read.
-
-    The file source logs each file it reads under ``<checkpoint>/sources/0/``: one
-    file per batch, a version line ("v1") and then one JSON object per input file.
-    It is an internal format, read here only to show what the checkpoint remembers.
-    """
-    names = set()
-    for log in sorted((checkpoint / "sources").glob("*/*")):
-        if log.name.startswith("."):  # .crc checksums
-            continue
-        for line in log.read_text(encoding="utf-8").splitlines():
-            if line.startswith("{"):
-                names.add(PurePosixPath(unquote(urlparse(json.loads(line)["path"]).path)).name)
-    return names
+def start_transactions(transactions: DataFrame, checkpoint: Path, trigger: dict, quarantine: Path, tally: dict):
+    """Start the query; its checkpoint is where it records every file it has read."""
+    # checkpointLocation is an option of the *writer*. Set on readStream, Spark silently
+    # ignores it, and every run would read every file again.
+    return (
+        transactions.writeStream.foreachBatch(
+            foreach_batch(lambda batch, batch_id: write_batch(batch, batch_id, quarantine, tally))
+        )
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(**trigger)
+        .queryName("transactions_from_files")
+        .start()
+    )
 
 
-def input_files(folder: Path) -> list[str]:
-    return sorted(path.name for path in folder.glob("*.json"))
-
-
-def explain_missing_schema(spark, folder: Path) -> str:
-    """Try to read the folder as a stream without a schema; returns Spark's message."""
-    try:
-        spark.readStream.json(str(folder))
-    except IllegalArgumentException as error:
-        message = str(error).strip().splitlines()[0]
-        print(f"Reading a stream without .schema() fails with:\n  {message[:110]}...")
+def main(argv: list[str] | None = None) -> None:
+    args = cli.lesson_parser(__doc__, available_now=True).parse_args(argv)
+    folder, quarantine = paths.TRANSACTIONS_DIR, paths.output_for(LESSON, "quarantine")
+    with lesson_session(LESSON, args) as spark:
+        checkpoint = checkpoint_root(LESSON, args) / "transactions"
+        banner("1. A folder of JSON files, read with a fixed schema")
+        transactions = parse_transactions(read_transactions(spark, folder))  # (creates the folder if missing)
+        demos.show_refusal(lambda: spark.readStream.json(str(folder)), "Reading a stream without .schema()")
         say("""A stream starts before its data exists: the folder may still be empty, and
             every file must be read the same way as the first. So a file stream takes its
-            schema up front instead of guessing it from whatever happens to be there.
-            A line that does not fit the schema then becomes a corrupt record instead of
-            changing the table's columns.""")
-        return message
-    raise AssertionError("a streaming JSON source without a schema unexpectedly worked")
+            schema up front instead of guessing it. This lesson reads each line as text and
+            parses it against TRANSACTION_SCHEMA: a line that does not fit is kept, with the
+            reason, instead of stopping the query or vanishing.""")
+        say(f"""maxFilesPerTrigger={MAX_FILES_PER_TRIGGER}: each micro-batch reads at most that
+            many new files. The checkpoint ({paths.display(checkpoint)}) records every file
+            read, so a restarted query skips them.""")
 
+        files_before, tally = checkpoints.source_files(checkpoint), {"files": [], "parsed": 0, "quarantined": 0}
+        with simulators.file_input_for_lesson(*SIMULATOR, folder, args) as files:
+            banner(f"2. {'Watching' if files.watching else 'Reading'} {paths.display(folder)}, a file per micro-batch")
+            query = start_transactions(transactions, checkpoint, files.trigger(TRIGGER_INTERVAL), quarantine, tally)
+            run_queries([query], args, until=files.done)
 
-def report(run: FileRun, folder: Path) -> None:
-    print(f"Files in {paths.display(folder)}: {len(input_files(folder))}")
-    print(f"Already processed by earlier runs (the checkpoint's list): {len(run.files_before)} file(s)")
-    names = f": {', '.join(run.files_read)}" if run.files_read else ""
-    print(f"Read in this run: {len(run.files_read)} file(s){names}")
-    print(f"Old files read again: {len(run.reread)}")
-    print(f"Rows parsed: {run.parsed}; malformed lines quarantined: {len(run.quarantined)} "
-          f"({paths.display(run.quarantine)})")
-    for line in run.quarantined:
-        print(f"  {line['source_file']}: {line['raw_line']}")
-    say("""Run the lesson again: the checkpoint lists every file already read, so the
-        next run reads only files that arrived since (add some with the simulator).
-        --reset deletes the checkpoint and the quarantine, and the next run reads
-        everything again.""")
+        banner("3. What this run did")
+        read_now = sorted(checkpoints.source_files(checkpoint) - files_before)
+        print(f"Already read by earlier runs (the checkpoint's list): {len(files_before)} file(s)")
+        print(f"Read in this run: {len(read_now)} file(s)" + (f": {', '.join(read_now)}" if read_now else ""))
+        print(f"Old files read again: {len(set(tally['files']) & files_before)}")
+        print(f"Rows parsed: {tally['parsed']}; lines quarantined: {tally['quarantined']} "
+              f"(with their reason, in {paths.display(quarantine)})")
+        say("""Run the lesson again: the checkpoint lists every file already read, so the
+            next run reads only files that arrived since (add some with the simulator).
+            --reset deletes the checkpoint and the quarantine, and the next run reads
+            everything again.""")
 
 
 if __name__ == "__main__":

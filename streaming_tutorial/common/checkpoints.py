@@ -2,13 +2,16 @@
 
 A checkpoint folder has ``offsets/`` (the input range of each micro-batch, written
 before the batch runs), ``commits/`` (one file per batch the sink finished), and,
-for stateful queries, ``state/``. A restart resumes after the last commit.
+for stateful queries, ``state/``; a file source also logs the files it read, under
+``sources/`` (``source_files``). A restart resumes after the last commit.
 The one exception to "read only": ``forget_last_commit``, lesson 10's crash simulation.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import json
+from pathlib import Path, PurePosixPath
+from urllib.parse import unquote, urlparse
 
 from . import paths
 
@@ -56,3 +59,21 @@ def forget_last_commit(checkpoint: Path) -> int | None:
     for name in (str(last), f".{last}.crc") if last is not None else ():
         (checkpoint / "commits" / name).unlink(missing_ok=True)
     return last
+
+
+def source_files(checkpoint: Path) -> set[str]:
+    """The names of the files a query's file source has read, from its checkpoint.
+
+    The file source logs the files of each micro-batch under ``sources/<source>/<batch>``
+    (every tenth log also repeats the ones before it, as ``<batch>.compact``): a version
+    line ("v1"), then one JSON object per file, whose "path" is a URI. It is an internal
+    format, read here only to show the learner what the checkpoint remembers.
+    """
+    names = set()
+    for log in (checkpoint / "sources").glob("*/*"):
+        if log.name.startswith("."):  # .crc checksums, files being written
+            continue
+        for line in log.read_text(encoding="utf-8").splitlines():
+            if line.startswith("{"):
+                names.add(PurePosixPath(unquote(urlparse(json.loads(line)["path"]).path)).name)
+    return names

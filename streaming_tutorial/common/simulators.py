@@ -5,7 +5,9 @@ A simulator announces itself with a PID file under ``.runtime/`` while it runs
 gives every simulator the same stop: 0 when it ends or a lesson stops it (SIGTERM), 130
 on Ctrl-C, never a traceback. A lesson that needs one calls ``simulator_for_lesson``:
 if the learner already runs it in a second terminal, the lesson uses it; if not,
-the lesson starts it in the background for its own duration and says so.
+the lesson starts it in the background for its own duration and says so. A lesson
+that reads a folder asks ``file_input_for_lesson`` whether to watch it (with a
+simulator) or to read the files already there once.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import socket
 import subprocess
 import sys
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
@@ -184,3 +187,37 @@ def simulator_for_lesson(
         yield Simulator(name, process)
     finally:
         stop_process(process)
+
+
+@dataclass
+class FileInput:
+    """How a lesson that reads a folder gets its input this run (see ``file_input_for_lesson``)."""
+
+    watching: bool  # True: the queries watch the folder while a simulator writes into it
+    simulator: Simulator | None = None
+
+    def trigger(self, interval: str) -> dict:
+        """Watching: a micro-batch every ``interval``. Otherwise: read the files there now, then stop."""
+        return {"processingTime": interval} if self.watching else {"availableNow": True}
+
+    def done(self) -> bool:
+        """For ``run_queries(until=...)``: True once the simulator has finished writing."""
+        return self.simulator is not None and self.simulator.done()
+
+
+@contextmanager
+def file_input_for_lesson(
+    name: str, script: str, args: Sequence[str], folder: Path, lesson_args
+) -> Iterator[FileInput]:
+    """``should_watch`` and ``simulator_for_lesson`` in one, for a lesson that reads ``folder``.
+
+    Watching (the simulator runs, or the folder is empty): the learner's simulator, or one
+    started for the ``with`` block (none with --no-simulator). Otherwise no simulator and
+    nothing printed: the queries read the files there with availableNow and end by themselves.
+    """
+    if not should_watch(name, folder, lesson_args):
+        yield FileInput(watching=False)
+        return
+    enabled = not getattr(lesson_args, "no_simulator", False)
+    with simulator_for_lesson(name, script, args, enabled=enabled) as simulator:
+        yield FileInput(watching=True, simulator=simulator)
