@@ -16,6 +16,7 @@ from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, Str
 
 from common import config
 from common.kafka import consume_all, end_offsets, ensure_topics
+from common.sources import read_kafka
 from common.timestamps import iso
 from conftest import load_lesson, run_script
 from data_generators import kafka_producer
@@ -34,24 +35,28 @@ def kafka_time(milliseconds: int) -> str:
     return iso(datetime.fromtimestamp(milliseconds / 1000, tz=timezone.utc))
 
 
+ENRICHED_FIELDS = ["event_id", "user_id", "event_type", "product_id", "product_name", "category", "price", "quantity",
+                   "timestamp", "source_partition", "source_offset", "kafka_timestamp", "revenue", "event_date"]
+
+
 def expected_enriched(delivery) -> tuple[str, dict]:
     """What lesson 08 must write for one good message, worked out here by hand."""
     event = json.loads(delivery.message.value)
     revenue = round(event["price"] * event["quantity"], 2) if event["event_type"] == "purchase" else 0.0
     value = {
         **event,
-        "revenue": revenue,
-        "event_date": event["timestamp"][:10],
-        "kafka_timestamp": kafka_time(delivery.timestamp_ms),
         "source_partition": delivery.partition,
         "source_offset": delivery.offset,
+        "kafka_timestamp": kafka_time(delivery.timestamp_ms),
+        "revenue": revenue,
+        "event_date": event["timestamp"][:10],
     }
     return event["user_id"], value
 
 
 def run_once(records, bootstrap: str, topic: str, checkpoint) -> None:
     """Write ``records`` to ``topic`` with the lesson's own Kafka writer, once over all input."""
-    query = lesson.write_to_kafka(records, bootstrap, topic, checkpoint, {"availableNow": True}, f"test_{topic}")
+    query = lesson.start_kafka_sink(records, bootstrap, topic, checkpoint, {"availableNow": True}, f"test_{topic}")
     assert query.awaitTermination(180), "the query did not finish its input"
     assert query.exception() is None
 
@@ -66,11 +71,9 @@ def test_lesson_writes_every_good_event_enriched_and_quarantines_the_malformed(s
     messages = kafka_producer.build_messages("ecommerce", 24, seed=7, base_time=BASE, topic=source, malformed_every=8)
     deliveries = kafka_producer.send_messages(kafka_bootstrap, messages)
 
-    raw = lesson.read_topic(spark, kafka_bootstrap, source, starting_offsets="earliest", max_offsets_per_trigger=10)
-    parsed = lesson.parse_events(raw)
-    run_once(lesson.to_kafka_record(lesson.enrich(lesson.valid_events(parsed))), kafka_bootstrap, enriched,
-             tmp_path / "enriched")
-    run_once(lesson.to_quarantine_record(lesson.quarantine(parsed)), kafka_bootstrap, quarantined,
+    parsed = lesson.read_events(spark, kafka_bootstrap, source, max_offsets_per_trigger=10)
+    run_once(lesson.to_kafka_record(lesson.build_enriched(parsed)), kafka_bootstrap, enriched, tmp_path / "enriched")
+    run_once(lesson.to_quarantine_record(lesson.build_quarantine(parsed)), kafka_bootstrap, quarantined,
              tmp_path / "quarantine")
 
     good = [delivery for delivery in deliveries if not delivery.message.malformed]
@@ -80,7 +83,7 @@ def test_lesson_writes_every_good_event_enriched_and_quarantines_the_malformed(s
     written = [(record.key.decode(), json.loads(record.value)) for record in consume_all(kafka_bootstrap, enriched)]
     by_id = lambda pair: pair[1]["event_id"]  # noqa: E731
     assert sorted(written, key=by_id) == sorted(map(expected_enriched, good), key=by_id)
-    assert [list(value) for _, value in written][0] == list(lesson.OUTPUT_FIELDS)
+    assert [list(value) for _, value in written][0] == ENRICHED_FIELDS
 
     held = [(record.key.decode(), json.loads(record.value)) for record in consume_all(kafka_bootstrap, quarantined)]
     expected_bad = [
@@ -92,7 +95,7 @@ def test_lesson_writes_every_good_event_enriched_and_quarantines_the_malformed(s
                 "source_offset": delivery.offset,
                 "kafka_timestamp": kafka_time(delivery.timestamp_ms),
                 "reason": "not a JSON object",
-                "raw_value": delivery.message.value,
+                "raw_line": delivery.message.value,
             },
         )
         for delivery in bad
@@ -108,8 +111,7 @@ def test_a_replay_writes_duplicates_that_dedupe_by_event_id_removes(spark, kafka
     kafka_producer.send_messages(
         kafka_bootstrap, kafka_producer.build_messages("ecommerce", 6, seed=3, base_time=BASE, topic=source)
     )
-    records = lesson.to_kafka_record(lesson.enrich(lesson.valid_events(lesson.parse_events(
-        lesson.read_topic(spark, kafka_bootstrap, source)))))
+    records = lesson.to_kafka_record(lesson.build_enriched(lesson.read_events(spark, kafka_bootstrap, source)))
     run_once(records, kafka_bootstrap, enriched, tmp_path / "first")
     run_once(records, kafka_bootstrap, enriched, tmp_path / "first")  # same checkpoint: nothing new
     assert sum(end_offsets(kafka_bootstrap, enriched).values()) == 6
@@ -127,8 +129,8 @@ def test_latest_skips_the_messages_already_in_the_topic_and_earliest_reads_them(
     kafka_producer.send_messages(
         kafka_bootstrap, kafka_producer.build_messages("ecommerce", 12, base_time=BASE, topic=source)
     )
-    assert lesson.count_available(spark, kafka_bootstrap, source, "latest", tmp_path / "latest") == 0
-    assert lesson.count_available(spark, kafka_bootstrap, source, "earliest", tmp_path / "earliest") == 12
+    assert lesson.read_row_count(spark, kafka_bootstrap, "latest", source) == 0
+    assert lesson.read_row_count(spark, kafka_bootstrap, "earliest", source) == 12
 
 
 @pytest.mark.kafka
@@ -139,7 +141,7 @@ def test_max_offsets_per_trigger_bounds_every_micro_batch(spark, kafka_bootstrap
         kafka_bootstrap, kafka_producer.build_messages("ecommerce", 12, base_time=BASE, topic=source)
     )
     query = (
-        lesson.read_topic(spark, kafka_bootstrap, source, max_offsets_per_trigger=5)
+        read_kafka(spark, kafka_bootstrap, source, max_offsets_per_trigger=5)
         .writeStream.format("noop").option("checkpointLocation", str(tmp_path / "bounded"))
         .trigger(availableNow=True).start()
     )
@@ -182,21 +184,23 @@ def test_every_kind_of_bad_value_gets_its_reason_and_keeps_its_offset(spark):
         json.dumps({**GOOD, "timestamp": None}),
     ]
     parsed = lesson.parse_events(kafka_rows(spark, values))
-    reasons = {row["source_offset"]: (row["reason"], row["raw_value"]) for row in lesson.quarantine(parsed).collect()}
-    assert reasons == {
-        1: ("not a JSON object", values[1]),
-        2: ("empty value", None),
-        3: ("not a JSON object", values[3]),
-        4: ("a field has the wrong type", values[4]),
-        5: ("missing event_id", values[5]),
-        6: ("missing timestamp", values[6]),
+    reasons = {row["source_offset"]: (row["reason"], row["raw_line"], row["key"], row["source_partition"])
+               for row in lesson.build_quarantine(parsed).collect()}
+    assert {offset: reason_and_line for offset, (*reason_and_line, _, _) in reasons.items()} == {
+        1: ["not a JSON object", values[1]],
+        2: ["empty line", None],
+        3: ["not a JSON object", values[3]],
+        4: ["a field has the wrong type", values[4]],
+        5: ["missing event_id", values[5]],
+        6: ["missing timestamp", values[6]],
     }
-    assert [row["event_id"] for row in lesson.valid_events(parsed).collect()] == ["EVT-1"]
+    assert {(key, partition) for *_, key, partition in reasons.values()} == {("k", 0)}  # where each came from
+    assert [row["event_id"] for row in lesson.build_enriched(parsed).collect()] == ["EVT-1"]
 
 
 def test_enrich_adds_revenue_for_purchases_only_and_the_event_date(spark):
     view = json.dumps({**GOOD, "event_id": "EVT-2", "event_type": "view", "quantity": 1})
-    enriched = lesson.enrich(lesson.valid_events(lesson.parse_events(kafka_rows(spark, [json.dumps(GOOD), view]))))
+    enriched = lesson.build_enriched(lesson.parse_events(kafka_rows(spark, [json.dumps(GOOD), view])))
     rows = enriched.select("event_id", "revenue", F.col("event_date").cast("string").alias("day")).collect()
     assert [tuple(row) for row in rows] == [("EVT-1", 59.97, "2025-01-15"), ("EVT-2", 0.0, "2025-01-15")]
 
@@ -206,13 +210,20 @@ def test_enrich_adds_revenue_for_purchases_only_and_the_event_date(spark):
 
 @pytest.mark.kafka
 @pytest.mark.smoke
-def test_lesson_08_runs_with_no_arguments(kafka_bootstrap, course_home):
-    result = run_script("streaming_tutorial/08_kafka_streaming.py", home=course_home, timeout=420)
+def test_lesson_08_reads_what_the_topic_holds_and_writes_both_outputs(kafka_bootstrap, course_home):
+    ensure_topics(kafka_bootstrap, [config.TOPIC_EVENTS], partitions=lesson.PARTITIONS)
+    assert sum(end_offsets(kafka_bootstrap, config.TOPIC_EVENTS).values()) == 0, "the test run's broker is fresh"
+    kafka_producer.send_messages(kafka_bootstrap, kafka_producer.build_messages(
+        "ecommerce", 60, base_time=BASE, malformed_every=20))  # messages 20, 40 and 60 are cut in half
+
+    result = run_script("streaming_tutorial/08_kafka_streaming.py", "--available-now", "--no-simulator",
+                        home=course_home, timeout=300)
+
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
     assert f"Using the Kafka cluster in KAFKA_BOOTSTRAP_SERVERS: {kafka_bootstrap}" in out
-    assert "Started the kafka_producer simulator for this run" in out
-    assert "startingOffsets=latest" in out and "startingOffsets=earliest" in out
+    assert "  startingOffsets=latest   -> rows read: 0\n  startingOffsets=earliest -> rows read: 60\n" in out
     assert "|event_id  |user_id  |event_type|revenue|partition|offset|" in out
-    assert f"'{config.TOPIC_ENRICHED}':" in out and "distinct event_id" in out
-    assert f"'{config.TOPIC_QUARANTINE}':" in out and "not a JSON object" in out
+    assert "The pipeline read 60 messages in 1 micro-batch of at most 100" in out
+    assert f"'{config.TOPIC_ENRICHED}': 57 records, 57 distinct event_id\n" in out
+    assert f"'{config.TOPIC_QUARANTINE}': 3 records" in out and out.count("|not a JSON object|") == 3
