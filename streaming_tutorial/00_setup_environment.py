@@ -36,7 +36,7 @@ What you'll see
     Master:              local[*]
     Shuffle partitions:  2
     Session time zone:   UTC
-    Products per category (a batch job on data/reference/products.csv):
+    Products per category (a batch query on data/reference/products.csv):
       Electronics  3 products, average list price 566.66
       Fashion      3 products, average list price 51.66
       Home         3 products, average list price 91.33
@@ -56,18 +56,19 @@ What you'll see
 
 from __future__ import annotations
 
-import importlib.metadata
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from common import cli, paths
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from common import cli, paths, sources
 from common.environment import run_checks
 from common.errors import CourseError
-from common.runner import banner, lesson_session, run_lesson, say
+from common.runner import banner, run_lesson, say
+from common.session import SQLITE_JDBC_PACKAGE, delta_package, get_spark, kafka_package
 
 LESSON = "00_setup_environment"
-DEFAULT_DURATION = 15  # accepted like every lesson's; this one finishes on its own well before
 # Spark 4 keeps the jars of spark.jars.packages here (Ivy's cache, one file per jar).
 IVY_JARS_DIR = Path.home() / ".ivy2.5.2" / "jars"
 SAMPLE_FOLDERS = (paths.TRANSACTIONS_DIR, paths.ECOMMERCE_DIR, paths.SENSOR_DIR)
@@ -81,37 +82,13 @@ class FolderStatus:
     lines: int  # records in them, broken ones included
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, simulator=False).parse_args(argv)
-
-    banner("1. The machine")
-    blockers = check_machine()  # without these fixed, no lesson can run
-
-    banner("2. Folders and sample data")
-    warnings = check_folders()  # lessons still run: they start their simulators
-
-    if not blockers:
-        banner("3. A first Spark job")
-        blockers += run_first_job(args)
-        banner("4. Optional connectors (downloaded on first use)")
-        show_connectors(IVY_JARS_DIR)
-
-    banner("5. Summary")
-    if blockers:
-        print("Not ready yet. Fix this first:")
-        for item in blockers:
-            say(f"- {item}")
-    else:
-        print("Ready: Python, Java, pyspark and Spark." if warnings
-              else "Ready: Python, Java, pyspark, Spark, the folders and the sample data.")
-    if warnings:
-        print("Worth doing:")
-        for item in warnings:
-            say(f"- {item}")
-    if blockers:
-        return 1
-    print("Next: python streaming_tutorial/01_basic_streaming.py")
-    return 0
+def build_products_per_category(products: DataFrame) -> DataFrame:
+    """Products and their average list price per category, in category order: a first (batch) query."""
+    return (
+        products.groupBy("category")
+        .agg(F.count("*").alias("products"), F.round(F.avg("list_price"), 2).alias("avg_list_price"))
+        .orderBy("category")
+    )
 
 
 def check_machine() -> list[str]:
@@ -119,14 +96,7 @@ def check_machine() -> list[str]:
     checks = run_checks()
     for check in checks:
         print(f"  {'✓' if check.ok else '✗'} {check.name:<8} {check.detail if check.ok else 'NOT READY'}")
-    problems = [f"{check.name}: {check.detail}" for check in checks if not check.ok]
-    java_home = os.environ.get("JAVA_HOME")
-    # Spark starts the JVM from $JAVA_HOME when it is set, even if another java is on the PATH.
-    if java_home and not (Path(java_home) / "bin" / "java").exists():
-        print(f"  ✗ JAVA_HOME {java_home} has no bin/java")
-        problems.append(f"JAVA_HOME is set to {java_home}, which has no bin/java, and Spark starts Java from "
-                        "there. Point JAVA_HOME at a JDK 17+ folder, or unset it.")
-    return problems
+    return [f"{check.name}: {check.detail}" for check in checks if not check.ok]
 
 
 def check_folders() -> list[str]:
@@ -156,20 +126,23 @@ def check_folders() -> list[str]:
 
 
 def run_first_job(args) -> list[str]:
-    """Start Spark the way every lesson does and run a tiny batch job; return problems."""
+    """Start Spark the way every lesson does (get_spark) and run a tiny batch query; return problems."""
     try:
-        with lesson_session(LESSON, args) as spark:
-            # The defaults every lesson gets from get_spark: worth seeing once.
-            print(f"  Spark version:       {spark.version}")
-            print(f"  Master:              {spark.sparkContext.master}")
-            print(f"  Shuffle partitions:  {spark.conf.get('spark.sql.shuffle.partitions')}")
-            print(f"  Session time zone:   {spark.conf.get('spark.sql.session.timeZone')}")
-            print(f"  Products per category (a batch job on {paths.display(paths.PRODUCTS_CSV)}):")
-            for row in build_products_per_category(read_products(spark)).collect():
-                print(f"    {row.category:<12} {row.products} products, average list price {row.avg_list_price:.2f}")
+        spark = get_spark(LESSON, master=args.master)
     except CourseError as error:
         print("  ✗ Spark could not start (its own error is above)")
         return [f"Spark: {error}"]
+    try:
+        # The defaults every lesson gets from get_spark: worth seeing once.
+        print(f"  Spark version:       {spark.version}")
+        print(f"  Master:              {spark.sparkContext.master}")
+        print(f"  Shuffle partitions:  {spark.conf.get('spark.sql.shuffle.partitions')}")
+        print(f"  Session time zone:   {spark.conf.get('spark.sql.session.timeZone')}")
+        print(f"  Products per category (a batch query on {paths.display(paths.PRODUCTS_CSV)}):")
+        for row in build_products_per_category(sources.read_products(spark)).collect():
+            print(f"    {row.category:<12} {row.products} products, average list price {row.avg_list_price:.2f}")
+    finally:
+        spark.stop()
     return []
 
 
@@ -178,24 +151,6 @@ def show_connectors(jars_dir: Path) -> None:
     for name, (jar, cached) in cached_connector_jars(jars_dir).items():
         state = "cached" if cached else "not downloaded yet: the first lesson that needs it fetches it (needs network)"
         print(f"  {'✓' if cached else '·'} {name:<12} {jar}: {state}")
-
-
-def read_products(spark):
-    """The committed product catalogue as a (batch) DataFrame."""
-    from common.schemas import PRODUCT_SCHEMA
-
-    return spark.read.schema(PRODUCT_SCHEMA).option("header", True).csv(str(paths.PRODUCTS_CSV))
-
-
-def build_products_per_category(products):
-    """Products and their average list price per category, in category order."""
-    from pyspark.sql import functions as F
-
-    return (
-        products.groupBy("category")
-        .agg(F.count("*").alias("products"), F.round(F.avg("list_price"), 2).alias("avg_list_price"))
-        .orderBy("category")
-    )
 
 
 def sample_data_status(folders) -> list[FolderStatus]:
@@ -210,19 +165,7 @@ def sample_data_status(folders) -> list[FolderStatus]:
 
 def connector_jars() -> dict[str, str]:
     """The file names Ivy gives the connectors' main jars, for this pyspark and delta-spark."""
-    from common.session import SCALA_BINARY, SQLITE_JDBC_PACKAGE, kafka_package
-
-    pyspark_version = importlib.metadata.version("pyspark")
-    spark_binary = ".".join(pyspark_version.split(".")[:2])
-    try:
-        delta_version = importlib.metadata.version("delta-spark")
-    except importlib.metadata.PackageNotFoundError:
-        delta_version = "?"
-    packages = {
-        "Kafka": kafka_package(),
-        "Delta Lake": f"io.delta:delta-spark_{spark_binary}_{SCALA_BINARY}:{delta_version}",
-        "SQLite JDBC": SQLITE_JDBC_PACKAGE,
-    }
+    packages = {"Kafka": kafka_package(), "Delta Lake": delta_package(), "SQLite JDBC": SQLITE_JDBC_PACKAGE}
     # Ivy stores group:artifact:version as group_artifact-version.jar.
     return {name: "{}_{}-{}.jar".format(*coordinates.split(":")) for name, coordinates in packages.items()}
 
@@ -230,6 +173,39 @@ def connector_jars() -> dict[str, str]:
 def cached_connector_jars(jars_dir: Path) -> dict[str, tuple[str, bool]]:
     """For each connector: (its jar's file name, whether it is already in ``jars_dir``)."""
     return {name: (jar, (jars_dir / jar).is_file()) for name, jar in connector_jars().items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = cli.lesson_parser(__doc__, simulator=False).parse_args(argv)
+
+    banner("1. The machine")
+    blockers = check_machine()  # without these fixed, no lesson can run
+
+    banner("2. Folders and sample data")
+    warnings = check_folders()  # lessons still run: they start their simulators
+
+    if not blockers:
+        banner("3. A first Spark job")
+        blockers += run_first_job(args)
+        banner("4. Optional connectors (downloaded on first use)")
+        show_connectors(IVY_JARS_DIR)
+
+    banner("5. Summary")
+    if blockers:
+        print("Not ready yet. Fix this first:")
+        for item in blockers:
+            say(f"- {item}")
+    else:
+        print("Ready: Python, Java, pyspark and Spark." if warnings
+              else "Ready: Python, Java, pyspark, Spark, the folders and the sample data.")
+    if warnings:
+        print("Worth doing:")
+        for item in warnings:
+            say(f"- {item}")
+    if blockers:
+        return 1
+    print("Next: python streaming_tutorial/01_basic_streaming.py")
+    return 0
 
 
 if __name__ == "__main__":
