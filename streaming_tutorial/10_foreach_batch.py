@@ -48,7 +48,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from common import checkpoints, cli, config, database, files, kafka, kafka_broker, narration, paths, simulators, sources
-from common.runner import (banner, checkpoint_root, finish, foreach_batch, lesson_session, pick_trigger, run_lesson,
+from common.runner import (banner, checkpoint_root, finish, foreach_batch, lesson_session, run_lesson,
                            run_queries, say)
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 
@@ -56,7 +56,7 @@ LESSON = "10_foreach_batch"
 DEFAULT_DURATION = 60  # an upper bound: the lesson stops once the simulator is done and its files are read
 TRIGGER_INTERVAL = "3 seconds"
 ALERT_THRESHOLD = 500.0  # a purchase worth at least this much (price x quantity) raises an alert
-SIMULATOR_ARGS = ["--count", "4", "--interval", "3"]
+SIMULATOR = ("ecommerce", "generate_ecommerce_events.py", ["--count", "4", "--interval", "3"])
 # Per-category totals to which each batch ADDS its own, in SQL that SQLite and PostgreSQL both accept.
 CATEGORY_SALES = """CREATE TABLE IF NOT EXISTS category_sales (
     category VARCHAR(64) PRIMARY KEY, purchases BIGINT NOT NULL, units BIGINT NOT NULL,
@@ -204,12 +204,10 @@ def main(argv: list[str] | None = None) -> None:
             for purchases of at least {ALERT_THRESHOLD:g}, and unusable lines to a quarantine. A
             second run reads only the files that arrived since the first.""")
         events = read_events(spark, paths.ECOMMERCE_DIR)
-        if simulators.should_watch("ecommerce", paths.ECOMMERCE_DIR, args):
-            query = start_batches(events, checkpoint, pick_trigger(args, TRIGGER_INTERVAL), **where)
-            with simulators.simulator_for_lesson("ecommerce", "generate_ecommerce_events.py", SIMULATOR_ARGS,
-                                                 enabled=not args.no_simulator) as simulator:
-                run_queries([query], args, until=simulator.done)
-        # Read what is there (all of it, or what came after a short --duration), then stop.
+        with simulators.file_input_for_lesson(*SIMULATOR, paths.ECOMMERCE_DIR, args) as files:
+            run_queries([start_batches(events, checkpoint, files.trigger(TRIGGER_INTERVAL), **where)], args,
+                        until=files.done)
+        # Read what came after a short --duration, then stop: the replay below finds no new input.
         finish([start_batches(events, checkpoint, {"availableNow": True}, **where)])
 
         banner("2. What landed where")

@@ -43,14 +43,14 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from common import cli, demos, paths, simulators, sources
-from common.runner import (banner, checkpoint_root, finish, foreach_batch, lesson_session, pick_trigger, run_lesson,
+from common.runner import (banner, checkpoint_root, finish, foreach_batch, lesson_session, run_lesson,
                            run_queries, say)
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 
 LESSON = "11_delta_lake"
 DEFAULT_DURATION = 60  # an upper bound: the lesson stops once the simulator is done and its files are read
 TRIGGER_INTERVAL = "3 seconds"  # one Delta commit (one table version) per micro-batch
-SIMULATOR_ARGS = ["--count", "4", "--interval", "3"]
+SIMULATOR = ("ecommerce", "generate_ecommerce_events.py", ["--count", "4", "--interval", "3"])
 AVAILABLE_NOW = {"availableNow": True}  # the queries that read a Delta table read what it holds, then stop
 SHOW_ROWS = 8
 
@@ -187,19 +187,14 @@ def main(argv: list[str] | None = None) -> None:
     with lesson_session(LESSON, args, delta=True) as spark:
         banner("1. Events stream into a Delta table (append); batch reads while it writes")
         parsed = read_events(spark, paths.ECOMMERCE_DIR)
-        watch = simulators.should_watch("ecommerce", paths.ECOMMERCE_DIR, args)
-        trigger = pick_trigger(args, TRIGGER_INTERVAL) if watch else AVAILABLE_NOW
-        queries = [start_events(parsed, events_table, checkpoints / "events", trigger),
-                   start_quarantine(parsed, folder / "quarantine", checkpoints / "quarantine", trigger)]
         # Every few seconds while the queries write: what a batch read of the table sees.
         show_reader = lambda: print("  a batch read sees version {}: {} rows".format(  # noqa: E731
             *read_version(spark, events_table)))
-        if watch:
-            with simulators.simulator_for_lesson("ecommerce", "generate_ecommerce_events.py", SIMULATOR_ARGS,
-                                                 enabled=not args.no_simulator) as simulator:
-                run_queries(queries, args, until=simulator.done, every=show_reader)
-        else:
-            run_queries(queries, args, every=show_reader)  # availableNow: they end once the files are read
+        with simulators.file_input_for_lesson(*SIMULATOR, paths.ECOMMERCE_DIR, args) as files:
+            queries = [start_events(parsed, events_table, checkpoints / "events", files.trigger(TRIGGER_INTERVAL)),
+                       start_quarantine(parsed, folder / "quarantine", checkpoints / "quarantine",
+                                        files.trigger(TRIGGER_INTERVAL))]
+            run_queries(queries, args, until=files.done, every=show_reader)
         show_reader()
         say("""Each micro-batch is one commit in the table's _delta_log. A batch read sees the
             latest committed version, never a half-written batch. Unusable lines went to the
