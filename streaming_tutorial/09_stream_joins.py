@@ -1,80 +1,42 @@
 """09 · Stream joins: enrich a stream with a table, and join two streams with watermarks.
 
 What you'll learn
-  - Stream-static join: each micro-batch of shop events is joined with the product
-    catalogue (a batch DataFrame). Spark runs the static side again in every micro-batch.
-  - Stream-stream join: ad clicks meet their impressions. Both sides need a watermark and
-    the condition a time bound ("a click counts within 10 minutes of its impression"), or
-    the join's state grows forever.
-  - Inner vs left outer: a left outer join emits an impression without a click only when
-    the watermark guarantees no click can still come - you will see which batch does it.
-  - Which joins streams support, and where the click-through rate (CTR) is computed
-    (a streaming aggregation after an outer join has its own rules).
+  - Stream-static join: every micro-batch of shop events is joined with the catalogue. A
+    CSV DataFrame fixes its files and their lengths when it is created, so an edited CSV is
+    read only up to its old length; a Delta table is read at its latest version each time.
+  - Stream-stream join: clicks meet their impressions. Both sides need a watermark and a time
+    bound, or the join's state grows forever: Spark refuses an outer join without them.
+  - Inner vs left outer: a left outer join emits an impression without a click only once the
+    watermark guarantees no click can still come. Which impressions a CTR may count, then.
 
 Run
   python streaming_tutorial/09_stream_joins.py                  # ad events from Kafka
-  python streaming_tutorial/09_stream_joins.py --source files   # ad events from JSON files
-  python streaming_tutorial/09_stream_joins.py --available-now  # only what is there now, then stop
-  It starts what it needs when it is not running: the shop simulator, the ad producer and a
-  Kafka broker (or uses KAFKA_BOOTSTRAP_SERVERS). To run them yourself, in other terminals:
+  python streaming_tutorial/09_stream_joins.py --source files   # ad events from JSON files, no Kafka
+  python streaming_tutorial/09_stream_joins.py --available-now  # only the ad events there now, then stop
+  It starts a Kafka broker (or uses KAFKA_BOOTSTRAP_SERVERS) and the ad producer if needed; or:
     python local_kafka.py start
-    python data_generators/generate_ecommerce_events.py --count 20 --interval 2
     python data_generators/kafka_producer.py --kind ads --count 400 --rate 50
     python streaming_tutorial/09_stream_joins.py --no-simulator --duration 60
-  With --source files, the ad events come from:
-    python data_generators/generate_ad_events.py --count 400 --interval 0.5
+  With --source files: python data_generators/generate_ad_events.py --count 400 --interval 0.5
 
 What you'll see
-  (part 2 exactly; parts 1 and 3 with other times and counts)
-  ========================================================================
-  1. Stream-static join: shop events + the product catalogue
-  ========================================================================
-  Batch: 0
-  +----------+----------+----------+----------------+-----------+----------+--------+-------------+
-  |event_id  |event_type|product_id|product_name    |category   |list_price|quantity|known_product|
-  +----------+----------+----------+----------------+-----------+----------+--------+-------------+
-  |EVT-000001|view      |P007      |Coffee Maker    |Home       |79.99     |1       |true         |
-  |EVT-000002|view      |P002      |Wireless Earbuds|Electronics|149.99    |1       |true         |
+  Batch 0 reads: EVT-1 P001, EVT-2 P012, EVT-3 P999
+    csv    EVT-1 1299.99, EVT-2 59.99, EVT-3 unknown
+    delta  EVT-1 1299.99, EVT-2 59.99, EVT-3 unknown
+  Before batch 1: products.csv edited (P001 renamed and cheaper, P013 added) and loaded into the Delta table
+  Batch 1 reads: EVT-4 P001, EVT-5 P012, EVT-6 P013
+    csv    EVT-4 999.99, EVT-5 unknown, EVT-6 unknown
+    delta  EVT-4 999.99, EVT-5 59.99, EVT-6 19.99
   ...
-  ========================================================================
-  2. Stream-stream join, batch by batch: inner vs left outer
-  ========================================================================
-  A left outer stream-stream join without watermarks fails at start():
-    Stream-stream LeftOuter join between two streaming DataFrame/Datasets is not supported
-    without a watermark in the join keys, or a watermark on the nullable side and an
-    appropriate range condition
+  Batch 3 reads: - | CLK-5 IMP-5 10:31
+    inner       IMP-5+CLK-5   [watermark 10:18:00]
+    left outer  IMP-2+null, IMP-3+null, IMP-4+null, IMP-5+CLK-5   [watermark 10:18:00]
   ...
-  Batch 0 - watermark 00:00 (none yet) - arrived: IMP-1 10:00, IMP-2 10:01, IMP-3 10:02 | CLK-1 10:03
-    inner     : IMP-1+CLK-1
-    left outer: IMP-1+CLK-1
-  Batch 1 - watermark 10:00 - arrived: IMP-4 10:05 | CLK-3 10:20
-    inner     : nothing
-    left outer: nothing
-  Batch 2 - watermark 10:03 - arrived: IMP-5 10:30
-    inner     : nothing
-    left outer: nothing
-  Batch 3 - watermark 10:18 - arrived: CLK-5 10:31
-    inner     : IMP-5+CLK-5
-    left outer: IMP-2+null, IMP-3+null, IMP-4+null, IMP-5+CLK-5
-  Batch 4 - watermark 10:28 - arrived: nothing
-  ...
-  ========================================================================
-  3. Live: impressions LEFT OUTER JOIN clicks (kafka), then CTR per ad
-  ========================================================================
-  Started the kafka_producer simulator for this run: python data_generators/kafka_producer.py --kind ads ...
-  batch 0 - watermark 1970-01-01T00:00:00.000Z: 34 matched, 0 impressions without a click
-  batch 1 - watermark 2026-11-22T13:48:40.000Z: 75 matched, 0 impressions without a click
-  batch 2 - watermark 2026-11-22T13:58:31.000Z: 0 matched, 111 impressions without a click
-  CTR per ad over the impressions whose outcome is final (impression_time < 2026-11-22 13:48:31):
-  +-----+-----------+------+-----------+
+  An outer join without watermarks fails:
+    Stream-stream LeftOuter join between two streaming DataFrame/Datasets is not supported without a watermark ...
+  CTR per ad over the impressions settled by the join's last watermark (2026-11-23T06:16:30.000Z):
   |ad_id|impressions|clicks|ctr_percent|
-  +-----+-----------+------+-----------+
   |AD-1 |28         |13    |46.4       |
-  |AD-2 |23         |9     |39.1       |
-  |AD-3 |38         |10    |26.3       |
-  |AD-4 |43         |14    |32.6       |
-  |AD-5 |27         |2     |7.4        |
-  +-----+-----------+------+-----------+
 """
 
 from __future__ import annotations
@@ -84,96 +46,58 @@ from contextlib import nullcontext
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from pyspark.errors import AnalysisException
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame, functions as F
 
-from common import cli, config, paths, simulators
-from common.microbatch import collect_batches, stream_batches, write_batches
-from common.runner import await_queries, banner, checkpoint_root, foreach_batch, lesson_session, run_lesson, say
-from common.schemas import CLICK_SCHEMA, ECOMMERCE_EVENT_SCHEMA, IMPRESSION_SCHEMA, PRODUCT_SCHEMA
+from common import cli, config, paths
+from common.demos import Output, records_from_text, replay, replay_streams, show_refusal
+from common.kafka import ensure_topics, explain_failures
+from common.kafka_broker import kafka_for_lesson
+from common.runner import banner, checkpoint_root, lesson_session, pick_trigger, run_lesson, run_queries, say
+from common.schemas import CLICK_SCHEMA, ECOMMERCE_EVENT_SCHEMA, IMPRESSION_SCHEMA
+from common.simulators import Simulator, simulator_for_lesson
+from common.sources import (kafka_text, parse_json, quarantined, read_json_lines, read_kafka, read_products,
+                            start_quarantine, valid_records)
 
 LESSON = "09_stream_joins"
-DEFAULT_DURATION = 24  # a third for the stream-static part, the rest for the live ad join
+DEFAULT_DURATION = 20  # seconds of the live ad join (parts 1 and 2 are replays of a few seconds)
 CLICK_WINDOW_MINUTES = 10  # a click counts only within this long after its impression
 IMPRESSION_WATERMARK = "2 minutes"  # how late an impression may arrive
 CLICK_WATERMARK = "2 minutes"  # how late a click may arrive
-TRIGGER_INTERVAL = "2 seconds"
-SHOW_ROWS = 5
-SHOP_SIMULATOR_ARGS = ["--count", "10", "--interval", "2"]
-AD_COUNT = 400  # impressions per simulator run: 20 minutes of event time
-AD_FILE_SIMULATOR_ARGS = ["--count", str(AD_COUNT), "--interval", "0.5"]
-AD_PRODUCER_RATE = 50  # messages per second: ~530 messages in ~11 s
-
-# The walkthrough of part 2 (2025-01-15, times HH:MM). One list per micro-batch.
-SCENARIO_IMPRESSIONS = [
-    [("IMP-1", "AD-1", "10:00"), ("IMP-2", "AD-2", "10:01"), ("IMP-3", "AD-1", "10:02")],
-    [("IMP-4", "AD-2", "10:05")],
-    [("IMP-5", "AD-1", "10:30")],
-    [],
-]
-SCENARIO_CLICKS = [
-    [("CLK-1", "IMP-1", "10:03")],
-    [("CLK-3", "IMP-3", "10:20")],  # 18 minutes after IMP-3: outside the 10-minute bound
-    [],
-    [("CLK-5", "IMP-5", "10:31")],
-]
+# The scenarios (afresh on every run), the catalogue (CSV and Delta), the live join's rows, the quarantine.
+OUTPUT = paths.output_for(LESSON)
+# Part 1: shop events ("event product") per micro-batch; the catalogue is edited between the two.
+SHOP_EVENTS = records_from_text(["EVT-1 P001, EVT-2 P012, EVT-3 P999", "EVT-4 P001, EVT-5 P012, EVT-6 P013"],
+                                "event_id", "product_id")
+# Part 2: impressions ("id ad time") and clicks ("id impression time") per micro-batch, 2025-01-15 UTC.
+IMPRESSIONS = records_from_text(["IMP-1 AD-1 10:00, IMP-2 AD-2 10:01, IMP-3 AD-1 10:02", "IMP-4 AD-2 10:05",
+                                 "IMP-5 AD-1 10:30"], "impression_id", "ad_id", "impression_time")
+CLICKS = records_from_text(["CLK-1 IMP-1 10:03", "CLK-3 IMP-3 10:20", "", "CLK-5 IMP-5 10:31"],  # CLK-3: too late
+                           "click_id", "impression_id", "click_time")
+# The ad simulator of each --source (the producer finds the broker as the lesson does).
+AD_SIMULATORS = {"kafka": ("kafka_producer", "kafka_producer.py", ["--kind", "ads", "--count", "400", "--rate", "50"]),
+                 "files": ("ad_events", "generate_ad_events.py", ["--count", "400", "--interval", "0.5"])}
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, available_now=True)
-    parser.add_argument("--source", choices=("kafka", "files"), default="kafka",
-                        help="where the ad impressions and clicks come from (default: %(default)s)")
-    args = parser.parse_args(argv)
-    paths.ensure_dirs(paths.ECOMMERCE_DIR)
-    checkpoints = checkpoint_root(LESSON, args)
-    with kafka_if(args.source == "kafka") as bootstrap, lesson_session(
-        LESSON, args, kafka=args.source == "kafka"
-    ) as spark:
-        banner("1. Stream-static join: shop events + the product catalogue")
-        with simulators.simulator_for_lesson(
-            "ecommerce", "generate_ecommerce_events.py", SHOP_SIMULATOR_ARGS, enabled=not args.no_simulator
-        ):
-            run_enrichment(spark, checkpoints / "enriched_events", args.duration / 3, available_now=args.available_now)
-        say("""The catalogue is a batch DataFrame: the join re-runs its plan in every
-            micro-batch, so Spark reads products.csv again each time and sees edits to it
-            (but not a NEW file in its folder: the file list is fixed when the DataFrame is
-            created). .cache() it to read it once; a Delta table gives each batch its
-            latest snapshot. A small static side is broadcast to every task. Left outer
-            keeps events whose product is not in the catalogue (known_product = false).""")
-
-        banner("2. Stream-stream join, batch by batch: inner vs left outer")
-        scenario = prepare_scenario(checkpoints)
-        explain_outer_join_without_watermark(spark, scenario, checkpoints)
-        walk_through_scenario(spark, scenario, checkpoints)
-
-        banner(f"3. Live: impressions LEFT OUTER JOIN clicks ({args.source}), then CTR per ad")
-        if args.source == "kafka":
-            ensure_ad_topics(bootstrap)
-            script, name = "kafka_producer.py", "kafka_producer"
-            simulator_args = ["--kind", "ads", "--count", str(AD_COUNT), "--rate", str(AD_PRODUCER_RATE),
-                              "--bootstrap-servers", bootstrap]
-        else:
-            script, name, simulator_args = "generate_ad_events.py", "ad_events", AD_FILE_SIMULATOR_ARGS
-        with simulators.simulator_for_lesson(name, script, simulator_args, enabled=not args.no_simulator):
-            impressions, clicks = read_ad_lines(spark, args.source, bootstrap)
-            run_live_join(spark, impressions, clicks, checkpoints, args.duration * 2 / 3,
-                          available_now=args.available_now)
-
-
-# ------------------------------------------------------------------ stream-static join
-
-
-def read_products(spark: SparkSession, csv: Path = paths.PRODUCTS_CSV) -> DataFrame:
-    """The product catalogue, read in batch (a static DataFrame)."""
-    return spark.read.schema(PRODUCT_SCHEMA).option("header", True).csv(str(csv))
+def write_catalogue(spark, *, edit: bool = False, csv: Path = OUTPUT / "catalogue.csv",
+                    table: Path = OUTPUT / "catalogue") -> str:
+    """Copy products.csv (or, with ``edit``, edit the copy in place), then load it into the Delta table."""
+    if not edit:
+        csv.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(paths.PRODUCTS_CSV, csv)
+    else:  # P001 gets a longer name and a lower price (its line grows by 38 bytes); P013 is added
+        csv.write_text(csv.read_text().replace("P001,Laptop Pro 15,Electronics,1299.99", "P001,Laptop Pro 15 "
+                                               "(2025 edition - certified refurbished),Electronics,999.99")
+                       + "P013,Phone Case,Fashion,19.99\n")
+    # Overwriting a Delta table writes a new version; readers of the table see it at once.
+    read_products(spark, csv).write.format("delta").mode("overwrite").save(str(table))
+    return "products.csv edited (P001 renamed and cheaper, P013 added) and loaded into the Delta table"
 
 
 def build_enriched_events(events: DataFrame, products: DataFrame) -> DataFrame:
     """Each shop event with the catalogue's name, category and list price of its product."""
-    # Left outer with the STREAM on the left: supported, and an event with an unknown
-    # product is kept (with nulls) instead of vanishing. The reverse (static LEFT JOIN
-    # stream) is not supported: Spark cannot know a static row will never match later.
+    # Left outer with the STREAM on the left: an event with an unknown product is kept (with
+    # nulls). The reverse (static LEFT JOIN stream) is not supported: Spark cannot know
+    # that a static row will never match a later event.
     catalogue = products.select("product_id", "product_name", "category", "list_price")
     return (
         events.select("event_id", "user_id", "event_type", "product_id", "quantity", "price", "timestamp")
@@ -184,56 +108,49 @@ def build_enriched_events(events: DataFrame, products: DataFrame) -> DataFrame:
     )
 
 
-def run_enrichment(spark: SparkSession, checkpoint: Path, duration: float, *, available_now: bool = False) -> None:
-    events = spark.readStream.schema(ECOMMERCE_EVENT_SCHEMA).option("maxFilesPerTrigger", 1).json(
-        str(paths.ECOMMERCE_DIR))
-    query = (
-        build_enriched_events(events, read_products(spark))
-        .drop("price", "timestamp")  # narrower tables read better in the console
-        .writeStream.format("console")
-        .option("truncate", False)
-        .option("numRows", SHOW_ROWS)
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(**trigger(available_now))
-        .queryName("enriched_events")
-        .start()
-    )
-    await_queries([query], duration)
+def build_catalogue_joins(spark, csv: Path = OUTPUT / "catalogue.csv",
+                          table: Path = OUTPUT / "catalogue") -> dict[str, Output]:
+    """Part 1's two queries: the same join, with the catalogue read from the CSV file or the Delta table."""
+    from_csv, from_delta = read_products(spark, csv), spark.read.format("delta").load(str(table))
+    return {"csv": Output(lambda events: build_enriched_events(events, from_csv), sort_key=lambda row: row.event_id),
+            "delta": Output(lambda events: build_enriched_events(events, from_delta),
+                            sort_key=lambda row: row.event_id)}
 
 
-# ------------------------------------------------------------------ stream-stream join
-
-
-def build_ad_join(impressions: DataFrame, clicks: DataFrame, how: str = "left_outer") -> DataFrame:
+def build_ad_join(impressions: DataFrame, clicks: DataFrame, how: str = "left_outer", *,
+                  bounded: bool = True) -> DataFrame:
     """Impressions joined with the clicks that came within CLICK_WINDOW_MINUTES after them."""
-    # Watermarks on BOTH sides tell Spark how late each side's rows can be. With the time
-    # bound below, Spark can then work out when an impression can no longer get a click:
-    # it drops it from the join's state (and, in a left outer join, emits it with nulls).
-    # Without them the state would keep every impression and click forever.
-    impressions = impressions.withWatermark("impression_time", IMPRESSION_WATERMARK)
-    clicks = clicks.select(
-        "click_id", F.col("impression_id").alias("click_impression_id"), "click_time"
-    ).withWatermark("click_time", CLICK_WATERMARK)
-    condition = (
-        (F.col("impression_id") == F.col("click_impression_id"))
-        & (F.col("click_time") >= F.col("impression_time"))
-        & (F.col("click_time") <= F.col("impression_time") + F.expr(f"INTERVAL {CLICK_WINDOW_MINUTES} MINUTES"))
-    )
+    clicks = clicks.select("click_id", F.col("impression_id").alias("click_impression_id"), "click_time")
+    condition = F.col("impression_id") == F.col("click_impression_id")
+    if bounded:  # without watermarks and the time bound, the join's state would grow forever
+        # Watermarks on BOTH sides tell Spark how late each side's rows can be. With the time
+        # bound, Spark can work out when an impression can no longer get a click: it drops it
+        # from the join's state (and, in a left outer join, emits it with nulls).
+        impressions = impressions.withWatermark("impression_time", IMPRESSION_WATERMARK)
+        clicks = clicks.withWatermark("click_time", CLICK_WATERMARK)
+        window_end = F.col("impression_time") + F.expr(f"INTERVAL {CLICK_WINDOW_MINUTES} MINUTES")
+        condition &= (F.col("click_time") >= F.col("impression_time")) & (F.col("click_time") <= window_end)
     return impressions.join(clicks, condition, how).select(
-        "impression_id", "ad_id", "user_id", "impression_time", "click_id", "click_time"
-    )
+        "impression_id", "ad_id", "user_id", "impression_time", "click_id", "click_time")
 
 
-def build_ctr_per_ad(joined: DataFrame, settled_before: datetime | None = None) -> DataFrame:
+def build_join_kinds() -> dict[str, Output]:
+    """Part 2's two queries: the inner and the left outer join of the same streams."""
+    return {"inner": Output(lambda impressions, clicks: build_ad_join(impressions, clicks, "inner"),
+                            sort_key=lambda row: row.impression_id),
+            "left outer": Output(build_ad_join, sort_key=lambda row: row.impression_id)}
+
+
+def build_ctr_per_ad(joined: DataFrame, watermark: str | None = None) -> DataFrame:
     """Impressions, clicks and CTR per ad from the left outer join's output (a batch DataFrame).
 
-    ``settled_before``: count only impressions older than this. A matched impression is
-    emitted at once, an unmatched one only after the watermark passes: near the
-    watermark the output holds the clicked impressions but not yet the others, and the
-    CTR there would be too high.
+    Given the join's ``watermark``, only settled impressions count: a matched one is emitted
+    at once, an unmatched one only once the watermark is CLICK_WINDOW_MINUTES past it.
     """
-    if settled_before is not None:
-        joined = joined.filter(F.col("impression_time") < F.lit(settled_before))
+    if watermark and not watermark.startswith("1970"):  # Spark reports "no watermark yet" as the epoch
+        # An aware datetime (UTC, as Spark reports it): a naive one would be read in the machine's zone.
+        moment = datetime.fromisoformat(watermark.replace("Z", "+00:00"))
+        joined = joined.where(F.col("impression_time") < F.lit(moment - timedelta(minutes=CLICK_WINDOW_MINUTES)))
     return (
         joined.groupBy("ad_id")
         .agg(F.countDistinct("impression_id").alias("impressions"), F.count("click_id").alias("clicks"))
@@ -242,233 +159,91 @@ def build_ctr_per_ad(joined: DataFrame, settled_before: datetime | None = None) 
     )
 
 
-def explain_outer_join_without_watermark(spark: SparkSession, folder: Path, checkpoints: Path) -> str:
-    """Start a left outer stream-stream join with no watermark: Spark refuses at start()."""
-    impressions = stream_batches(spark, folder / "impressions", IMPRESSION_SCHEMA)
-    clicks = stream_batches(spark, folder / "clicks", CLICK_SCHEMA).select(
-        "click_id", F.col("impression_id").alias("click_impression_id"), "click_time")
-    joined = impressions.join(clicks, F.col("impression_id") == F.col("click_impression_id"), "left_outer")
-    try:
-        joined.writeStream.foreachBatch(lambda batch, batch_id: None).option(
-            "checkpointLocation", str(checkpoints / "no_watermark")).start().stop()
-    except AnalysisException as error:
-        message = str(error).split(";")[0]
-        print(f"A left outer stream-stream join without watermarks fails at start():\n  {message}")
-        say("""An inner join without watermarks would run, but keep every row of both
-            streams in its state forever. Supported between two streams: inner, left/right
-            outer, full outer and left semi (outer and semi joins need the watermarks and
-            the time bound). Not supported: left anti, and any join in update or complete
-            mode - a stream-stream join only appends.""")
-        return message
-    raise AssertionError("an outer stream-stream join without watermark unexpectedly started")
+def read_ad_events(spark, source: str, bootstrap: str | None = None, *,
+                   topics: tuple[str, str] = (config.TOPIC_IMPRESSIONS, config.TOPIC_CLICKS),
+                   folder: Path = paths.AD_EVENTS_DIR) -> tuple[DataFrame, DataFrame]:
+    """(impressions, clicks) from Kafka or JSON files, each record parsed with its quarantine_reason."""
+    if source == "kafka":  # from the earliest offset: the producer may start before Spark does
+        ensure_topics(bootstrap, topics)
+        lines = [kafka_text(read_kafka(spark, bootstrap, topic)) for topic in topics]
+    else:
+        lines = [read_json_lines(spark, folder / kind) for kind in ("impressions", "clicks")]
+    return parse_json(lines[0], IMPRESSION_SCHEMA), parse_json(lines[1], CLICK_SCHEMA)
 
 
-def scenario_records() -> tuple[list[list[dict]], list[list[dict]]]:
-    """The walkthrough's impressions and clicks, one list per micro-batch."""
-    def moment(hhmm: str) -> str:
-        return f"2025-01-15T{hhmm}:00.000Z"
-
-    impressions = [[{"impression_id": i, "ad_id": ad, "user_id": "USER-001", "impression_time": moment(t)}
-                    for i, ad, t in batch] for batch in SCENARIO_IMPRESSIONS]
-    clicks = [[{"click_id": c, "impression_id": i, "ad_id": "", "user_id": "USER-001", "click_time": moment(t)}
-               for c, i, t in batch] for batch in SCENARIO_CLICKS]
-    return impressions, clicks
+def start_unbounded_join(impressions: DataFrame, clicks: DataFrame):
+    good = valid_records(impressions, IMPRESSION_SCHEMA), valid_records(clicks, CLICK_SCHEMA)
+    return build_ad_join(*good, bounded=False).writeStream.format("noop").start()
 
 
-def prepare_scenario(checkpoints: Path) -> Path:
-    """Write the walkthrough's input afresh: one impressions file and one clicks file per batch."""
-    folder = paths.output_for(LESSON, "scenario")
-    # The scenario replays from the start on every run: stale input or checkpoints would
-    # make the file source skip everything as "already processed".
-    for stale in (folder, checkpoints / "scenario_inner", checkpoints / "scenario_left_outer"):
-        shutil.rmtree(stale, ignore_errors=True)
-    impressions, clicks = scenario_records()
-    write_batches(folder / "impressions", impressions)
-    write_batches(folder / "clicks", clicks)
-    return folder
+def start_live_join(impressions: DataFrame, clicks: DataFrame, checkpoints: Path, trigger: dict,
+                    output: Path = OUTPUT) -> list:
+    """The join of the good records into parquet, and the bad records of both streams into a quarantine."""
+    good = valid_records(impressions, IMPRESSION_SCHEMA), valid_records(clicks, CLICK_SCHEMA)
+    bad = quarantined(impressions).withColumn("kind", F.lit("impression")).unionByName(
+        quarantined(clicks).withColumn("kind", F.lit("click")))
+    # A stream-stream join only appends, and the parquet file sink is exactly-once: a
+    # micro-batch replayed after a crash does not write its rows twice.
+    joined = (build_ad_join(*good).writeStream.format("parquet").option("path", str(output / "ad_joins"))
+              .option("checkpointLocation", str(checkpoints / "ad_join")).trigger(**trigger).queryName("ad_join"))
+    return [joined.start(),
+            start_quarantine(bad, output / "quarantine", checkpoints / "quarantine", trigger, name="ad_quarantine")]
 
 
-def walk_through_scenario(spark: SparkSession, folder: Path, checkpoints: Path) -> dict:
-    """Run the scenario through an inner and a left outer join; print what each batch emitted."""
-    runs = {}
-    for how in ("inner", "left_outer"):
-        joined = build_ad_join(stream_batches(spark, folder / "impressions", IMPRESSION_SCHEMA),
-                               stream_batches(spark, folder / "clicks", CLICK_SCHEMA), how)
-        runs[how] = collect_batches(joined, checkpoints / f"scenario_{how}", sort_key=lambda row: row.impression_id)
-    print(f"Click window: {CLICK_WINDOW_MINUTES} minutes; watermarks: impressions {IMPRESSION_WATERMARK}, "
-          f"clicks {CLICK_WATERMARK}")
-    inner = {batch.batch_id: batch for batch in runs["inner"].batches}
-    for batch in runs["left_outer"].batches:
-        arrived_impressions = SCENARIO_IMPRESSIONS[batch.batch_id] if batch.batch_id < len(SCENARIO_IMPRESSIONS) else []
-        arrived_clicks = SCENARIO_CLICKS[batch.batch_id] if batch.batch_id < len(SCENARIO_CLICKS) else []
-        arrived = ", ".join(f"{i} {t}" for i, _, t in arrived_impressions)
-        arrived += (" | " if arrived and arrived_clicks else "") + ", ".join(f"{c} {t}" for c, _, t in arrived_clicks)
-        print(f"Batch {batch.batch_id} - watermark {short_time(batch.watermark)} - arrived: {arrived or 'nothing'}")
-        print(f"  inner     : {pairs(inner[batch.batch_id].rows) if batch.batch_id in inner else '-'}")
-        print(f"  left outer: {pairs(batch.rows)}")
-    say(f"""IMP-1 met CLK-1 at once, in both joins. CLK-3 came 18 minutes after IMP-3:
-        outside the {CLICK_WINDOW_MINUTES}-minute bound, so it matches nothing. The watermark is
-        the MINIMUM of the two streams' watermarks (the clicks' here): after batch 2 it
-        reached 10:18, so in batch 3 Spark knew no click could still come for impressions
-        older than 10:08 and emitted IMP-2, IMP-3 and IMP-4 with nulls. The inner join
-        simply dropped them from its state.""")
-    return runs
+def read_joined(spark, folder: Path = OUTPUT / "ad_joins") -> DataFrame:
+    """What the live join wrote: the file sink's log lists the files of the committed micro-batches."""
+    return spark.read.parquet(str(folder))
 
 
-def short_time(watermark: str | None) -> str:
-    if not watermark or watermark.startswith("1970"):
-        return "00:00 (none yet)"
-    return watermark[11:16]
-
-
-def pairs(rows: list) -> str:
-    return ", ".join(f"{row.impression_id}+{row.click_id or 'null'}" for row in rows) or "nothing"
-
-
-# ------------------------------------------------------------------ the live ad join
-
-
-def read_ad_lines(spark: SparkSession, source: str, bootstrap: str | None,
-                  topics: tuple[str, str] = (config.TOPIC_IMPRESSIONS, config.TOPIC_CLICKS),
-                  folder: Path = paths.AD_EVENTS_DIR) -> tuple[DataFrame, DataFrame]:
-    """(impressions, clicks) as streams of JSON text in a ``value`` column: Kafka messages or file lines."""
-    if source == "kafka":
-        def topic_stream(topic: str) -> DataFrame:
-            return (
-                spark.readStream.format("kafka")
-                .option("kafka.bootstrap.servers", bootstrap)
-                .option("subscribe", topic)
-                # A new checkpoint starts at the beginning of the topic: the producer may
-                # have sent its first messages while Spark was still starting.
-                .option("startingOffsets", "earliest")
-                .load()
-                .select(F.col("value").cast("string").alias("value"))
-            )
-
-        return topic_stream(topics[0]), topic_stream(topics[1])
-    for kind in ("impressions", "clicks"):
-        (folder / kind).mkdir(parents=True, exist_ok=True)
-    return (spark.readStream.text(str(folder / "impressions")), spark.readStream.text(str(folder / "clicks")))
-
-
-def parse_records(lines: DataFrame, schema, id_column: str, time_column: str) -> DataFrame:
-    """JSON text -> the schema's columns; only records with an id and a time (see build_malformed)."""
-    parsed = lines.select(F.from_json("value", schema).alias("record")).select("record.*")
-    return parsed.filter(F.col(id_column).isNotNull() & F.col(time_column).isNotNull())
-
-
-def build_malformed(lines: DataFrame, schema, id_column: str, time_column: str, kind: str) -> DataFrame:
-    """The records parse_records leaves out, as raw text: they go to a quarantine, not nowhere."""
-    record = F.from_json("value", schema)
-    return lines.filter(record.isNull() | record[id_column].isNull() | record[time_column].isNull()).select(
-        F.lit(kind).alias("kind"), "value")
-
-
-class JoinSink:
-    """foreachBatch sink of the live join: one parquet folder per batch id, plus counts per batch."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.counts: dict[int, tuple[int, int]] = {}  # batch id -> (matched, unmatched)
-
-    def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        batch.persist()
-        try:
-            row = batch.agg(F.count("click_id").alias("matched"),
-                            F.count(F.when(F.col("click_id").isNull(), 1)).alias("unmatched")).collect()[0]
-            if row["matched"] or row["unmatched"]:
-                # Overwriting the batch's own folder makes a replayed batch harmless.
-                batch.write.mode("overwrite").parquet(str(self.folder / f"batch_id={batch_id}"))
-        finally:
-            batch.unpersist()
-        self.counts[batch_id] = (row["matched"], row["unmatched"])
-
-
-def run_live_join(spark: SparkSession, impression_lines: DataFrame, click_lines: DataFrame, checkpoints: Path,
-                  duration: float, *, available_now: bool = False) -> None:
-    impressions = parse_records(impression_lines, IMPRESSION_SCHEMA, "impression_id", "impression_time")
-    clicks = parse_records(click_lines, CLICK_SCHEMA, "click_id", "click_time")
-    sink = JoinSink(paths.output_for(LESSON, "ad_joins"))
-    join_query = (
-        build_ad_join(impressions, clicks, "left_outer")
-        .writeStream.foreachBatch(foreach_batch(sink))
-        .option("checkpointLocation", str(checkpoints / "ad_join"))
-        .trigger(**trigger(available_now))
-        .queryName("ad_join")
-        .start()
-    )
-    quarantine_query = (
-        build_malformed(impression_lines, IMPRESSION_SCHEMA, "impression_id", "impression_time", "impression")
-        .unionByName(build_malformed(click_lines, CLICK_SCHEMA, "click_id", "click_time", "click"))
-        .writeStream.format("json")
-        .option("path", str(paths.output_for(LESSON, "quarantine")))
-        .option("checkpointLocation", str(checkpoints / "quarantine"))
-        .trigger(**trigger(available_now))
-        .queryName("ad_quarantine")
-        .start()
-    )
-    with kafka_errors_explained():
-        await_queries([join_query, quarantine_query], duration)
-    report_live_join(spark, join_query, sink)
-
-
-def report_live_join(spark: SparkSession, query, sink: JoinSink) -> None:
-    marks = {p["batchId"]: p.get("eventTime", {}).get("watermark") for p in query.recentProgress}
-    for batch_id in sorted(sink.counts):
-        matched, unmatched = sink.counts[batch_id]
-        if matched or unmatched:
-            print(f"batch {batch_id} - watermark {marks.get(batch_id, '?')}: {matched} matched, "
-                  f"{unmatched} impressions without a click")
-    written = [path for path in sink.folder.glob("batch_id=*") if any(path.glob("*.parquet"))]
-    if not written:
-        say("No joined rows yet: the ad events had not arrived. Run the lesson again (it continues "
-            "from its checkpoint) or give it a longer --duration.")
+def report_ctr(spark, query) -> None:
+    if not any((OUTPUT / "ad_joins").glob("*.parquet")):
+        say("No joined rows yet: no ad events had arrived. Run the lesson again, or with a longer --duration.")
         return
-    last_watermark = (query.lastProgress or {}).get("eventTime", {}).get("watermark")
-    settled = None
-    if last_watermark and not last_watermark.startswith("1970"):
-        settled = datetime.fromisoformat(last_watermark.replace("Z", "")) - timedelta(minutes=CLICK_WINDOW_MINUTES)
-    joined = spark.read.parquet(str(sink.folder))
-    print(f"CTR per ad over the impressions whose outcome is final (impression_time < "
-          f"{settled.isoformat(sep=' ') if settled else 'the end'}):")
-    build_ctr_per_ad(joined, settled).show(truncate=False)
-    say(f"""The join's output is appended batch by batch (one parquet folder per batch id),
-        and the CTR is a batch aggregation over it. Why not groupBy(ad_id) on the stream?
-        After a stream-stream join only append mode is allowed, and append mode needs an
-        aggregation that closes: a window on the event time, e.g.
-        groupBy(window("impression_time", "10 minutes"), "ad_id"), which Spark 4 chains
-        after the join but emits only when the watermark closes each window. Impressions
-        newer than {CLICK_WINDOW_MINUTES} minutes before the watermark still wait in the
-        join's state, so they are left out of the CTR.""")
+    watermark = ((query.lastProgress or {}).get("eventTime") or {}).get("watermark")
+    print(f"CTR per ad over the impressions settled by the join's last watermark ({watermark}):")
+    build_ctr_per_ad(read_joined(spark), watermark).show(truncate=False)
+    say("""Why a batch aggregation over the join's output, not groupBy(ad_id) on the stream?
+        After a stream-stream join only append mode is allowed: an aggregation there needs
+        an event-time window, emitted when the watermark closes it.""")
 
 
-def trigger(available_now: bool) -> dict:
-    """availableNow: process what is there and stop; otherwise a micro-batch every TRIGGER_INTERVAL."""
-    return {"availableNow": True} if available_now else {"processingTime": TRIGGER_INTERVAL}
+def main(argv: list[str] | None = None) -> None:
+    parser = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, available_now=True)
+    parser.add_argument("--source", choices=("kafka", "files"), default="kafka",
+                        help="where the ad impressions and clicks come from (default: %(default)s)")
+    args = parser.parse_args(argv)
+    with (kafka_for_lesson() if args.source == "kafka" else nullcontext()) as bootstrap, explain_failures(), \
+            lesson_session(LESSON, args, kafka=args.source == "kafka", delta=True) as spark:
+        banner("1. Stream-static join: shop events + the catalogue, as a CSV file and as a Delta table")
+        write_catalogue(spark)
+        replay(spark, SHOP_EVENTS, ECOMMERCE_EVENT_SCHEMA, build_catalogue_joins(spark), OUTPUT / "scenario",
+               edits={1: lambda: write_catalogue(spark, edit=True)},
+               describe_rows=lambda rows: ", ".join(f"{r.event_id} {r.list_price or 'unknown'}" for r in rows))
+        say("""The static side's plan runs again in every micro-batch, but a CSV DataFrame
+            fixed its files and their lengths when it was created: batch 1 reads products.csv
+            up to the old length (and the line that crosses it). P001's new price is there;
+            P012, pushed past that point, and the new P013 are missing, without an error. A
+            Delta table keeps a log of its versions, and each micro-batch reads the latest.
+            (Re-reading the CSV inside foreachBatch works too.)""")
 
+        banner("2. Stream-stream join, batch by batch: inner vs left outer")
+        replay_streams(spark, {"impressions": (IMPRESSIONS, IMPRESSION_SCHEMA), "clicks": (CLICKS, CLICK_SCHEMA)},
+                       build_join_kinds(), OUTPUT / "scenario",
+                       describe_rows=lambda rows: ", ".join(f"{r.impression_id}+{r.click_id or 'null'}" for r in rows))
+        say(f"""CLK-3 came 18 minutes after IMP-3, outside the {CLICK_WINDOW_MINUTES}-minute bound: it
+            matches nothing. The join's watermark is the MINIMUM of the two (each trails its
+            stream by 2 minutes): batch 3 ran with 10:18, so no click could still come for
+            impressions before 10:08, and the left outer join emitted IMP-2, 3 and 4 with nulls.""")
 
-# ------------------------------------------------------------------ Kafka plumbing
-
-
-def kafka_if(wanted: bool):
-    """The Kafka broker's bootstrap servers when the ads come from Kafka, else None."""
-    if not wanted:
-        return nullcontext(None)
-    from common.kafka_broker import kafka_for_lesson
-
-    return kafka_for_lesson()
-
-
-def ensure_ad_topics(bootstrap: str) -> None:
-    from common.kafka import ensure_topics
-
-    ensure_topics(bootstrap, [config.TOPIC_IMPRESSIONS, config.TOPIC_CLICKS])
-
-
-def kafka_errors_explained():
-    from common.kafka import explain_failures
-
-    return explain_failures()
+        banner(f"3. Live: impressions LEFT OUTER JOIN clicks ({args.source}), then CTR per ad")
+        impressions, clicks = read_ad_events(spark, args.source, bootstrap)
+        show_refusal(lambda: start_unbounded_join(impressions, clicks), "An outer join without watermarks")
+        queries = start_live_join(impressions, clicks, checkpoint_root(LESSON, args), pick_trigger(args, "2 seconds"))
+        name, script, options = AD_SIMULATORS[args.source]  # none with --available-now: only what is there
+        with nullcontext(Simulator(name)) if args.available_now else simulator_for_lesson(
+                name, script, options, enabled=not args.no_simulator) as ads:
+            run_queries(queries, args, until=ads.done)
+        report_ctr(spark, queries[0])
 
 
 if __name__ == "__main__":
