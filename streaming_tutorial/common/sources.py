@@ -26,6 +26,7 @@ from .schemas import PRODUCT_SCHEMA
 
 CORRUPT_COLUMN = "_corrupt_record"  # from_json puts the text of a record that does not fit here
 REASON_COLUMN = "quarantine_reason"
+QUARANTINE_SCHEMA = "reason STRING, raw_line STRING"  # what every quarantine holds (plus any kept columns)
 
 
 def read_json_lines(spark, folder: Path, *, max_files_per_trigger: int | None = None) -> DataFrame:
@@ -109,6 +110,37 @@ def quarantined(parsed: DataFrame, *keep: str, text: str = "value") -> DataFrame
     """The records that cannot be used, kept whole: the reason and the raw text, plus ``keep``."""
     return parsed.where(F.col(REASON_COLUMN).isNotNull()).select(
         *keep, F.col(REASON_COLUMN).alias("reason"), F.col(text).alias("raw_line"))
+
+
+def start_quarantine(bad: DataFrame, folder: Path, checkpoint: Path, trigger: dict, *, name: str):
+    """Append the ``quarantined`` records to JSON files in ``folder``: kept with their reason, never lost.
+
+    A file sink with its own checkpoint, so a restart adds only the bad lines it has not
+    written yet. Returns the started query.
+    """
+    return (
+        bad.writeStream.format("json")
+        .outputMode("append")
+        .option("path", str(folder))
+        .option("checkpointLocation", str(checkpoint))
+        .queryName(name)
+        .trigger(**trigger)
+        .start()
+    )
+
+
+def quarantine_counts(spark, folder: Path) -> list[tuple[str, int]]:
+    """(reason, lines) in a folder ``start_quarantine`` wrote, most frequent first; [] before its first batch."""
+    if not (folder / "_spark_metadata").is_dir():
+        return []
+    # The sink's _spark_metadata log lists the files of committed batches only.
+    counts = spark.read.schema(QUARANTINE_SCHEMA).json(str(folder)).groupBy("reason").count()
+    return [(row.reason, row["count"]) for row in counts.orderBy(F.desc("count"), "reason").collect()]
+
+
+def quarantine_summary(spark, folder: Path) -> str:
+    """What a quarantine folder holds, for the learner: '2 (not a JSON object), 1 (missing event_id)' or 'none'."""
+    return ", ".join(f"{lines} ({reason})" for reason, lines in quarantine_counts(spark, folder)) or "none"
 
 
 def read_products(spark, csv: Path = paths.PRODUCTS_CSV) -> DataFrame:

@@ -6,7 +6,8 @@ import pytest
 from pyspark.sql.types import DoubleType, StringType, StructField, StructType, TimestampType
 
 from common.files import write_atomically
-from common.sources import parse_json, quarantined, read_json_lines, read_products, valid_records
+from common.sources import (parse_json, quarantine_counts, quarantine_summary, quarantined, read_json_lines,
+                            read_products, start_quarantine, valid_records)
 
 SCHEMA = StructType([
     StructField("id", StringType(), nullable=False),
@@ -66,3 +67,26 @@ def test_the_catalogue_reads_with_its_schema(spark):
     products = read_products(spark)
     assert products.columns == ["product_id", "product_name", "category", "list_price"]
     assert products.count() > 0
+
+
+def test_the_quarantine_sink_keeps_each_bad_line_once_across_runs(spark, tmp_path):
+    write_atomically(tmp_path / "in", "one.json", GOOD + "\n{broken\n\n")
+    folder = tmp_path / "quarantine"
+    assert quarantine_counts(spark, folder) == []
+    assert quarantine_summary(spark, folder) == "none"
+
+    def run_once() -> None:
+        bad = quarantined(parse_json(read_json_lines(spark, tmp_path / "in"), SCHEMA), "source_file")
+        query = start_quarantine(bad, folder, tmp_path / "cp", {"availableNow": True}, name="test_quarantine")
+        query.awaitTermination()
+        assert query.exception() is None
+
+    run_once()
+    write_atomically(tmp_path / "in", "two.json", "not json at all\n")
+    run_once()  # resumes from its checkpoint: only two.json is new
+
+    assert quarantine_counts(spark, folder) == [("not a JSON object", 2), ("empty line", 1)]
+    assert quarantine_summary(spark, folder) == "2 (not a JSON object), 1 (empty line)"
+    rows = spark.read.schema("reason STRING, raw_line STRING, source_file STRING").json(str(folder)).collect()
+    assert sorted((row.source_file, row.raw_line) for row in rows) == [
+        ("one.json", ""), ("one.json", "{broken"), ("two.json", "not json at all")]
