@@ -9,147 +9,108 @@ What you'll learn
   - ``session_window(event_time, "5 seconds")`` grows a session per key while events keep
     coming less than 5 s apart; a late event that fills a gap merges two sessions.
   - Output modes: tumbling and sliding windows work in update mode (only the windows a
-    batch changed are printed). Session windows do NOT support update mode: use complete
-    mode (this lesson) or append mode with a watermark (lesson 07).
+    batch changed are sent). Session windows refuse update mode: complete mode resends
+    every session each batch; append mode with a watermark sends each session once, when
+    the watermark has passed its end.
 
 Run
-  python streaming_tutorial/06_windowing.py                    # scenario, then 15 s live
-  python streaming_tutorial/06_windowing.py --available-now    # live part: files already there
-  The live part reads data/sensor_readings and starts the sensor simulator for the run
-  when it is not running. To run the simulator yourself:
+  python streaming_tutorial/06_windowing.py                    # the scenario, then the live part
+  python streaming_tutorial/06_windowing.py --available-now    # live part: the files there, once
+  The live part reads data/sensor_readings: the files already there once, or, when the
+  folder is empty, what the sensor simulator it starts writes in --duration seconds. To
+  watch new files arrive, start the simulator first in a second terminal:
     python data_generators/generate_sensor_data.py                 # terminal 1
-    python streaming_tutorial/06_windowing.py --no-simulator       # terminal 2
+    python streaming_tutorial/06_windowing.py                      # terminal 2
 
 What you'll see
   The scenario is the same on every machine; the live part differs. Tumbling windows:
-  Batch 1 (brought r7 r8 r9):
-  +-------------------+-------------------+--------+--------+---------------+
-  |window_start       |window_end         |readings|avg_temp|reading_ids    |
-  +-------------------+-------------------+--------+--------+---------------+
-  |2025-01-15 10:30:00|2025-01-15 10:30:10|5       |20.0    |[1, 2, 3, 8, 9]|
-  |2025-01-15 10:30:20|2025-01-15 10:30:30|1       |23.0    |[7]            |
-  +-------------------+-------------------+--------+--------+---------------+
-  Session windows in update mode fail with:
-    [STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION] Invalid streaming output mode: update. ...
-  Batch 1 (brought r7 r8 r9):
-  +-------------------+-------------------+---------+--------+--------+------------+
-  |session_start      |session_end        |sensor_id|readings|avg_temp|reading_ids |
-  +-------------------+-------------------+---------+--------+--------+------------+
-  |2025-01-15 10:30:02|2025-01-15 10:30:15|SENSOR-0 |3       |21.0    |[1, 3, 4]   |
-  |2025-01-15 10:30:03|2025-01-15 10:30:17|SENSOR-1 |4       |19.63   |[2, 5, 8, 9]|
-  |2025-01-15 10:30:19|2025-01-15 10:30:26|SENSOR-0 |2       |22.75   |[6, 7]      |
-  +-------------------+-------------------+---------+--------+--------+------------+
+  Batch 1 reads: r7 r8 r9
+    tumbling  [10:30:00, 10:30:10)  5 readings, avg 20.0: r1 r2 r3 r8 r9
+              [10:30:20, 10:30:30)  1 reading, avg 23.0: r7
   ...
+  Session windows, complete mode (after batch 1: SENSOR-1's two sessions merged):
+  Batch 1 reads: r7 r8 r9
+    sessions  SENSOR-0 [10:30:02, 10:30:15)  3 readings, avg 21.0: r1 r3 r4
+              SENSOR-1 [10:30:03, 10:30:17)  4 readings, avg 19.63: r2 r5 r8 r9
+              SENSOR-0 [10:30:19, 10:30:26)  2 readings, avg 22.75: r6 r7
+  A session window in update mode fails:
+    [STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION] Invalid streaming output mode: update. This output mode is ...
+  ...
+  Batch 3 reads: r11
+    closed sessions  SENSOR-0 [10:30:02, 10:30:15)  3 readings, avg 21.0: r1 r3 r4   [watermark 10:30:17]
+                     SENSOR-1 [10:30:03, 10:30:17)  4 readings, avg 19.63: r2 r5 r8 r9
+  Batch 4 reads: nothing new (the watermark moved, so Spark runs one more batch)
+    closed sessions  SENSOR-0 [10:30:19, 10:30:26)  2 readings, avg 22.75: r6 r7   [watermark 10:30:30]
+  ...
+  The live query read 120 lines in 1 micro-batch(es); lines quarantined (with their reason) in
+  output/06_windowing/quarantine: none. ...
 """
 
-from __future__ import annotations
-
-import shutil
-from datetime import timedelta
 from pathlib import Path
 
-from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from common import cli, paths
-from common.config import BASE_EVENT_TIME
-from common.microbatch import collect_batches, stream_batches, write_batches
-from common.runner import await_queries, banner, checkpoint_root, lesson_session, run_lesson, say
+from common import cli, demos, narration, paths, simulators, sources
+from common.runner import banner, checkpoint_root, lesson_session, run_lesson, run_queries, say
 from common.schemas import SENSOR_SCHEMA
-from common.simulators import simulator_for_lesson
-from common.timestamps import iso
 
 LESSON = "06_windowing"
 TUMBLING_SIZE = "10 seconds"  # one window per 10 s of event time
 SLIDING_SIZE, SLIDING_STEP = "20 seconds", "10 seconds"  # 20 s windows, a new one every 10 s
 SESSION_GAP = "5 seconds"  # a session ends after 5 s without a reading from its sensor
+# Append mode sends a session once the watermark (latest event time - 10 s) passes its end.
+SESSION_WATERMARK = "10 seconds"
 LIVE_TRIGGER = "5 seconds"  # one live micro-batch every 5 s
 DEFAULT_DURATION = 15  # seconds of the live part; the scenario takes a few seconds more
+SIMULATOR = ("sensors", "generate_sensor_data.py", [])
+QUARANTINE_DIR = paths.output_for(LESSON, "quarantine")  # live lines that are not valid readings
+
+# The scenario: eleven readings from two sensors in four micro-batches, as (reading_id,
+# sensor_id, seconds after 10:30:00, temperature). r4 at 10:30:10 is exactly on a window
+# boundary. Batch 1 brings r8 and r9 of SENSOR-1, which happened early: event time, not
+# arrival, decides their windows, and r9 bridges the gap between SENSOR-1's two sessions.
+# Batches 2 and 3 move event time on, so the watermark passes the first sessions' ends.
+SCENARIO = [[(1, "SENSOR-0", 2, 20.0), (2, "SENSOR-1", 5, 19.0), (3, "SENSOR-0", 6, 21.0), (4, "SENSOR-0", 10, 22.0),
+             (5, "SENSOR-1", 12, 19.5), (6, "SENSOR-0", 19, 22.5)],
+            [(7, "SENSOR-0", 21, 23.0), (8, "SENSOR-1", 3, 18.5), (9, "SENSOR-1", 8, 21.5)],
+            [(10, "SENSOR-1", 27, 20.0)], [(11, "SENSOR-0", 40, 22.0)]]
 
 
-# The scenario: nine readings from two sensors, arriving in two micro-batches, as
-# (reading_id, sensor_id, seconds after 10:30:00, temperature). Batch 1 brings two readings
-# of SENSOR-1 that happened early: event time, not arrival, decides their windows, and r9
-# bridges the gap between SENSOR-1's two sessions.
-SCENARIO = [
-    [
-        (1, "SENSOR-0", 2, 20.0),
-        (2, "SENSOR-1", 5, 19.0),
-        (3, "SENSOR-0", 6, 21.0),
-        (4, "SENSOR-0", 10, 22.0),  # exactly on a boundary: opens [10:30:10, 10:30:20)
-        (5, "SENSOR-1", 12, 19.5),
-        (6, "SENSOR-0", 19, 22.5),
-    ],
-    [
-        (7, "SENSOR-0", 21, 23.0),
-        (8, "SENSOR-1", 3, 18.5),  # happened first, arrives last
-        (9, "SENSOR-1", 8, 21.5),  # 3 s after r2 and 4 s before r5: one session now
-    ],
-]
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, available_now=True)
-    args = parser.parse_args(argv)
-    checkpoints = checkpoint_root(LESSON, args)
-    with lesson_session(LESSON, args) as spark:
-        banner("The scenario: nine readings in two micro-batches")
-        say("""Event times are 10:30:SS on 2025-01-15. Batch 1 brings two readings of
-            SENSOR-1 that happened before most of batch 0: watch where they land.""")
-        print("  batch  reading  sensor    event time")
-        for number, batch in enumerate(scenario_batches()):
-            for record in batch:
-                print(f"  {number:<5}  r{record['reading_id']:<7} {record['sensor_id']:<9} {record['event_time'][11:19]}")
-        readings = scenario_stream(spark, checkpoints)
-
-        banner(f"1. Tumbling windows of {TUMBLING_SIZE} (update mode: changed windows only)")
-        show_batches(spark, build_tumbling_windows(readings), checkpoints / "scenario_tumbling", "update")
-        say("""r4 at 10:30:10 opened [10:30:10, 10:30:20): a window includes its start and
-            excludes its end. In batch 1, r8 and r9 updated the 10:30:00 window although
-            they arrived after r4-r6: windows follow event time, not arrival time.""")
-
-        banner(f"2. Sliding windows of {SLIDING_SIZE}, every {SLIDING_STEP}")
-        show_batches(spark, build_sliding_windows(readings), checkpoints / "scenario_sliding", "update")
-        say("""Each reading appears in two windows (20 s / 10 s = 2): a moving total that
-            is refreshed every 10 s. Expect size/slide times as many rows as tumbling.""")
-
-        banner(f"3. Session windows: gap {SESSION_GAP}, per sensor (complete mode)")
-        sessions = build_sessions(readings)
-        explain_session_update_failure(sessions)
-        show_batches(spark, sessions, checkpoints / "scenario_sessions", "complete")
-        say("""After batch 0 SENSOR-1 had two sessions ([10:30:05, 10:30:10) and
-            [10:30:12, 10:30:17)); r9 at 10:30:08 came within 5 s of both, so batch 1
-            merged them into one. A merge changes rows printed earlier, which update mode
-            cannot express. Complete mode reprints every session (state grows forever);
-            append mode with a watermark prints each session once, when it is closed.""")
-
-        banner(f"4. Live: tumbling windows per sensor on {paths.display(paths.SENSOR_DIR)}")
-        run_live_windows(spark, args, checkpoints)
+def read_readings(spark, folder: Path) -> DataFrame:
+    """Each line of the sensor files, parsed, with its quarantine_reason (null for a good reading)."""
+    return sources.parse_json(sources.read_json_lines(spark, folder), SENSOR_SCHEMA)
 
 
 def build_tumbling_windows(readings: DataFrame, *keys: str) -> DataFrame:
     """Readings per tumbling window of event time (and per ``keys``, e.g. "sensor_id")."""
     # window() assigns each row to [start, start + size) by its event_time column:
     # arrival order plays no part.
-    return summarise(readings.groupBy(F.window("event_time", TUMBLING_SIZE), *keys), keys, "window")
+    return to_window_rows(readings.groupBy(F.window("event_time", TUMBLING_SIZE), *keys), keys, "window")
 
 
 def build_sliding_windows(readings: DataFrame, *keys: str) -> DataFrame:
     """Readings per sliding window: each row is counted in every window that covers it."""
-    return summarise(
-        readings.groupBy(F.window("event_time", SLIDING_SIZE, SLIDING_STEP), *keys), keys, "window"
-    )
+    return to_window_rows(readings.groupBy(F.window("event_time", SLIDING_SIZE, SLIDING_STEP), *keys),
+                          keys, "window")
 
 
 def build_sessions(readings: DataFrame) -> DataFrame:
     """Sessions of activity per sensor: a session closes after SESSION_GAP without readings."""
-    # A session window needs a key besides itself in a streaming query: here the sensor.
+    # A streaming session window needs a key besides itself (here the sensor): a global
+    # one fails when the query runs.
     grouped = readings.groupBy(F.session_window("event_time", SESSION_GAP), "sensor_id")
-    return summarise(grouped, ("sensor_id",), "session_window", prefix="session")
+    return to_window_rows(grouped, ("sensor_id",), "session_window", prefix="session")
 
 
-def summarise(grouped, keys, window_column: str, prefix: str = "window") -> DataFrame:
+def build_closed_sessions(readings: DataFrame) -> DataFrame:
+    """The same sessions, each final once the watermark has passed its end (for append mode)."""
+    # The watermark says no reading older than it will come: a session that ended before
+    # it can no longer grow or merge, so append sends it, once, and drops it from the state.
+    return build_sessions(readings.withWatermark("event_time", SESSION_WATERMARK))
+
+
+def to_window_rows(grouped, keys, window_column: str, prefix: str = "window") -> DataFrame:
     """The same three measures for every kind of window, with start and end as columns."""
     return grouped.agg(
         F.count("*").alias("readings"),
@@ -166,83 +127,108 @@ def summarise(grouped, keys, window_column: str, prefix: str = "window") -> Data
     )
 
 
-def explain_session_update_failure(sessions: DataFrame) -> str:
-    """Start the session query in update mode, show Spark's refusal; returns its message."""
-    try:
-        query = sessions.writeStream.outputMode("update").format("noop").start()
-    except AnalysisException as error:
-        message = str(error).splitlines()[0]
-        print(f"Session windows in update mode fail with:\n  {message}")
-        return message
-    query.stop()
-    raise AssertionError("update mode unexpectedly accepted a session window aggregation")
+def start_noop(stream: DataFrame, mode: str):
+    """Start ``stream`` into the noop sink (it discards every row): enough to ask Spark if it accepts the mode."""
+    return stream.writeStream.outputMode(mode).format("noop").start()
 
 
-def scenario_batches() -> list[list[dict]]:
-    """SCENARIO as records of SENSOR_SCHEMA, one list per micro-batch."""
-    return [[reading(*values) for values in batch] for batch in SCENARIO]
+def build_live_windows(lines: DataFrame) -> DataFrame:
+    """Tumbling windows per sensor over the good readings (lines that are not readings are left out)."""
+    return build_tumbling_windows(sources.valid_records(lines, SENSOR_SCHEMA), "sensor_id").drop("reading_ids")
 
 
-def reading(reading_id: int, sensor: str, second: float, temperature: float) -> dict:
-    """One sensor reading ``second`` seconds after the course's fixed base time (10:30:00)."""
-    return {
-        "reading_id": reading_id,
-        "sensor_id": sensor,
-        "temperature": temperature,
-        "humidity": 50.0,
-        "event_time": iso(BASE_EVENT_TIME + timedelta(seconds=second)),
-    }
-
-
-def scenario_stream(spark, checkpoints: Path) -> DataFrame:
-    """The scenario as a stream: one file per micro-batch, written afresh on every run."""
-    folder = paths.output_for(LESSON, "scenario_input")
-    # The scenario always replays from the start: old input and checkpoints would make
-    # the file source skip everything as "already processed".
-    for stale in (folder, *(checkpoints / f"scenario_{name}" for name in ("tumbling", "sliding", "sessions"))):
-        shutil.rmtree(stale, ignore_errors=True)
-    write_batches(folder, scenario_batches())
-    return stream_batches(spark, folder, SENSOR_SCHEMA)
-
-
-def show_batches(spark, windows: DataFrame, checkpoint: Path, output_mode: str):
-    """Run ``windows`` over the scenario and print what each micro-batch emitted."""
-    order = [column for column in windows.columns if column.endswith("_start")] + (
-        ["sensor_id"] if "sensor_id" in windows.columns else []
-    )
-    run = collect_batches(windows, checkpoint, output_mode=output_mode, sort_key=lambda row: [row[c] for c in order])
-    for batch in run.batches:
-        arrived = scenario_batches()[batch.batch_id] if batch.batch_id < len(SCENARIO) else []
-        ids = " ".join(f"r{record['reading_id']}" for record in arrived) or "nothing new"
-        print(f"Batch {batch.batch_id} (brought {ids}):")
-        spark.createDataFrame(batch.rows, windows.schema).show(truncate=False)
-    return run
-
-
-def run_live_windows(spark, args, checkpoints: Path) -> None:
-    """Tumbling windows per sensor over the sensor files, for the lesson's duration."""
-    paths.ensure_dirs(paths.SENSOR_DIR)
-    readings = spark.readStream.schema(SENSOR_SCHEMA).json(str(paths.SENSOR_DIR))
-    windows = build_tumbling_windows(readings, "sensor_id").drop("reading_ids")
-    writer = (
-        windows.writeStream.outputMode("update")
+def start_live(lines: DataFrame, checkpoints: Path, quarantine: Path, trigger: dict) -> list:
+    """The live windows on the console; lines that are not readings to the quarantine, with their reason."""
+    console = (
+        build_live_windows(lines).writeStream.outputMode("update")
         .format("console")
         .option("truncate", False)
-        .option("checkpointLocation", str(checkpoints / "live_tumbling"))
+        .option("checkpointLocation", str(checkpoints / "live_tumbling"))  # the windows resume next run
         .queryName("live_tumbling_windows")
+        .trigger(**trigger)
+        .start()
     )
-    if args.available_now:
-        say("--available-now: windows over the files already there, then stop.")
-        query = writer.trigger(availableNow=True).start()
-        await_queries([query], args.duration)
-    else:
-        with simulator_for_lesson("sensors", "generate_sensor_data.py", [], enabled=not args.no_simulator):
-            query = writer.trigger(processingTime=LIVE_TRIGGER).start()
-            await_queries([query], args.duration)
-    rows = sum(progress["numInputRows"] for progress in query.recentProgress)
-    say(f"The live query read {rows} readings in {len(query.recentProgress)} micro-batches. Its "
-        "checkpoint remembers the files and the windows: run the lesson again to continue, "
-        "or add --reset to start over.")
+    return [console, sources.start_quarantine(sources.quarantined(lines, "source_file"), quarantine,
+                                              checkpoints / "quarantine", trigger, name="live_quarantine")]
+
+
+def start_scenario(spark, workdir: Path) -> dict:
+    """Show the scenario, then run each kind of window over it; returns what each sent, batch by batch."""
+    banner("The scenario: eleven readings in four micro-batches")
+    narration.print_table(("batch", "reading", "sensor", "event time"), [
+        (number, f"r{reading[0]}", reading[1], f"10:30:{reading[2]:02d}")
+        for number, batch in enumerate(SCENARIO) for reading in batch])
+    def by_start(row) -> tuple:
+        return tuple(row)[:3]  # the window's start and end, then the sensor (or the count)
+
+    readings = [[{"reading_id": reading_id, "sensor_id": sensor, "temperature": temperature, "humidity": 50.0,
+                  "event_time": f"{demos.SCENARIO_DAY}T10:30:{second:02d}Z"}
+                 for reading_id, sensor, second, temperature in batch] for batch in SCENARIO]
+    # A fresh start on every run (input and checkpoints under output/), so the tables never change.
+    return demos.replay(spark, readings, SENSOR_SCHEMA, {
+        "tumbling": demos.Output(build_tumbling_windows, "update", by_start),
+        "sliding": demos.Output(build_sliding_windows, "update", by_start),
+        "sessions": demos.Output(build_sessions, "complete", by_start),
+        "closed sessions": demos.Output(build_closed_sessions, "append", by_start),
+    }, workdir, describe_rows=str, show=False)
+
+
+def print_scenario_output(runs: dict, label: str, title: str) -> None:
+    """A section: what one output of the scenario sent, batch by batch, one line per window."""
+    banner(title)
+    demos.print_replay(SCENARIO, {label: runs[label]},
+                       describe_input=lambda batch: " ".join(f"r{reading[0]}" for reading in batch),
+                       describe_rows=lambda rows: "\n".join(map(describe_window, rows)))
+
+
+def describe_window(row) -> str:
+    """'SENSOR-1 [10:30:03, 10:30:17)  4 readings, avg 19.63: r2 r5 r8 r9'."""
+    sensor = f"{row.sensor_id} " if "sensor_id" in row.__fields__ else ""
+    return (f"{sensor}[{row[0]:%H:%M:%S}, {row[1]:%H:%M:%S})  {row.readings} reading{'s' * (row.readings > 1)}, "
+            f"avg {row.avg_temp}: {' '.join(f'r{reading_id}' for reading_id in row.reading_ids)}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, available_now=True).parse_args(argv)
+    with lesson_session(LESSON, args) as spark:
+        runs = start_scenario(spark, paths.output_for(LESSON, "scenario"))
+
+        print_scenario_output(runs, "tumbling", f"1. Tumbling windows of {TUMBLING_SIZE}, update mode")
+        say("""r4 at 10:30:10 opened [10:30:10, 10:30:20): a window includes its start and
+            excludes its end. In batch 1, r8 and r9 updated the 10:30:00 window although they
+            arrived after r4-r6: windows follow event time, not arrival time.""")
+
+        print_scenario_output(runs, "sliding", f"2. Sliding windows of {SLIDING_SIZE}, every {SLIDING_STEP}")
+        say("""Each reading appears in two windows (20 s / 10 s = 2): a moving total that is
+            refreshed every 10 s. Expect size/slide times as many rows as tumbling.""")
+
+        print_scenario_output(runs, "sessions", f"3. Session windows: gap {SESSION_GAP}, per sensor, complete mode")
+        lines = read_readings(spark, paths.SENSOR_DIR)
+        demos.show_refusal(lambda: start_noop(build_sessions(sources.valid_records(lines, SENSOR_SCHEMA)), "update"),
+                           "A session window in update mode")
+        say("""After batch 0 SENSOR-1 had two sessions, [10:30:05, 10:30:10) and [10:30:12,
+            10:30:17); r9 at 10:30:08 came within 5 s of both, so batch 1 merged them into
+            one. A merge changes rows sent before, which update mode cannot express, so Spark
+            refuses it (even with a watermark). Complete mode resends every session, every
+            batch, and keeps them all in its state forever.""")
+
+        print_scenario_output(runs, "closed sessions", "4. Session windows, a watermark, append mode: each once")
+        say("""Append sends a session only when the watermark (latest event time seen minus
+            10 s) has passed its end: then no reading can extend or merge it any more. Batch 3
+            ran with the watermark at 10:30:17 and sent SENSOR-0's and SENSOR-1's first
+            sessions; the empty batch 4, with 10:30:30, sent [10:30:19, 10:30:26). The last
+            two sessions are still open when the input ends: a later reading would close them.
+            Each session is sent once, and Spark forgets it then: its state stays small.
+            Lesson 07 shows what the watermark does to readings that come too late.""")
+
+        banner(f"5. Live: tumbling windows per sensor on {paths.display(paths.SENSOR_DIR)}")
+        with simulators.file_input_for_lesson(*SIMULATOR, paths.SENSOR_DIR, args) as files:
+            queries = start_live(lines, checkpoint_root(LESSON, args), QUARANTINE_DIR, files.trigger(LIVE_TRIGGER))
+            run_queries(queries, args, until=files.done)
+        say(f"""The live query read {sum(p["numInputRows"] for p in queries[0].recentProgress)} lines in
+            {len(queries[0].recentProgress)} micro-batch(es); lines quarantined (with their reason) in
+            {paths.display(QUARANTINE_DIR)}: {sources.quarantine_summary(spark, QUARANTINE_DIR)}.
+            Its checkpoint remembers the files and the windows: run the lesson again to go on.""")
 
 
 if __name__ == "__main__":

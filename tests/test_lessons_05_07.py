@@ -26,7 +26,6 @@ from conftest import ROOT, load_lesson, run_script
 from data_generators.socket_server import DEMO_SENTENCES
 
 socket_lesson = load_lesson("05_socket_streaming")
-windowing = load_lesson("06_windowing")
 LINES = StructType([StructField("value", StringType())])
 
 
@@ -121,85 +120,3 @@ def test_lesson_05_explains_a_missing_server(course_home):
     assert result.returncode == 1
     assert f"Nothing accepts connections on {config.SOCKET_HOST}:{port}" in result.stderr
     assert "Traceback" not in result.stderr
-
-
-# ---------------------------------------------------------------- 06 windows
-
-
-@pytest.fixture
-def scenario_readings(spark, tmp_path):
-    write_batches(tmp_path / "in", windowing.scenario_batches())
-    return stream_batches(spark, tmp_path / "in", SENSOR_SCHEMA)
-
-
-def window_rows(run) -> list[list[tuple]]:
-    return [[tuple(row) for row in batch.rows] for batch in run.batches]
-
-
-def test_tumbling_windows_use_event_time_and_start_inclusive(scenario_readings, tmp_path):
-    windows = windowing.build_tumbling_windows(scenario_readings)
-
-    run = collect_batches(windows, tmp_path / "chk", output_mode="update", sort_key=lambda r: r.window_start)
-
-    assert window_rows(run) == [
-        [(at(0), at(10), 3, 20.0, [1, 2, 3]),
-         (at(10), at(20), 3, 21.33, [4, 5, 6])],  # r4 at exactly 10:30:10 opens the next window
-        [(at(0), at(10), 5, 20.0, [1, 2, 3, 8, 9]),  # r8, r9 arrived last but happened first
-         (at(20), at(30), 1, 23.0, [7])],
-    ]
-
-
-def test_sliding_windows_hold_every_reading_twice(scenario_readings, tmp_path):
-    windows = windowing.build_sliding_windows(scenario_readings)
-
-    run = collect_batches(windows, tmp_path / "chk", output_mode="update", sort_key=lambda r: r.window_start)
-
-    assert window_rows(run) == [
-        [(at(-10), at(10), 3, 20.0, [1, 2, 3]),
-         (at(0), at(20), 6, 20.67, [1, 2, 3, 4, 5, 6]),
-         (at(10), at(30), 3, 21.33, [4, 5, 6])],
-        [(at(-10), at(10), 5, 20.0, [1, 2, 3, 8, 9]),
-         (at(0), at(20), 8, 20.5, [1, 2, 3, 4, 5, 6, 8, 9]),
-         (at(10), at(30), 4, 21.75, [4, 5, 6, 7]),
-         (at(20), at(40), 1, 23.0, [7])],
-    ]
-    final = {row[0]: row[4] for row in run.batches[-1].rows}
-    assert all(sum(rid in ids for ids in final.values()) == 2 for rid in range(1, 10))
-
-
-def test_sessions_grow_per_sensor_and_merge_when_a_gap_is_filled(scenario_readings, tmp_path):
-    sessions = windowing.build_sessions(scenario_readings)
-
-    run = collect_batches(sessions, tmp_path / "chk", output_mode="complete",
-                          sort_key=lambda r: (r.session_start, r.sensor_id))
-
-    assert window_rows(run) == [
-        [(at(2), at(15), "SENSOR-0", 3, 21.0, [1, 3, 4]),
-         (at(5), at(10), "SENSOR-1", 1, 19.0, [2]),
-         (at(12), at(17), "SENSOR-1", 1, 19.5, [5]),
-         (at(19), at(24), "SENSOR-0", 1, 22.5, [6])],
-        [(at(2), at(15), "SENSOR-0", 3, 21.0, [1, 3, 4]),
-         (at(3), at(17), "SENSOR-1", 4, 19.63, [2, 5, 8, 9]),  # r9 bridged the gap: one session
-         (at(19), at(26), "SENSOR-0", 2, 22.75, [6, 7])],
-    ]
-
-
-def test_session_windows_refuse_update_mode(scenario_readings, capsys):
-    message = windowing.explain_session_update_failure(windowing.build_sessions(scenario_readings))
-
-    assert "Invalid streaming output mode: update" in message and "session window" in message
-    assert "Session windows in update mode fail with" in capsys.readouterr().out
-
-
-@pytest.mark.smoke
-def test_lesson_06_runs_by_itself(course_home):
-    result = run_script("streaming_tutorial/06_windowing.py", home=course_home)
-
-    assert result.returncode == 0, result.stderr[-3000:]
-    out = result.stdout
-    assert re.search(r"\|2025-01-15 10:30:10\|2025-01-15 10:30:20\|3\s*\|21.33\s*\|\[4, 5, 6\]", out)
-    assert "|[1, 2, 3, 8, 9]" in out and "|[2, 5, 8, 9]" in out
-    assert "Invalid streaming output mode: update" in out
-    assert "Started the sensors simulator for this run" in out
-    assert "The live query read" in out
-
