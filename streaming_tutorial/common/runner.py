@@ -165,9 +165,14 @@ def raise_failure(queries: Sequence) -> None:
 
 
 def first_batch_running(queries: Sequence) -> bool:
-    """True while a query is in its first micro-batch that has input (JVM warm-up, planning)."""
+    """True while a query has not finished its first micro-batch (still starting, or planning and
+    running its first batch with input on a cold JVM). A query with no input reports an empty
+    progress within ``noDataProgressEventInterval`` (10 s), which ends the grace."""
     for query in queries:
-        done_any = any(progress["numInputRows"] > 0 for progress in query.recentProgress)
+        progress = query.recentProgress
+        if not progress:
+            return True
+        done_any = any(entry["numInputRows"] > 0 for entry in progress)
         if not done_any and query.status["isTriggerActive"]:
             return True
     return False

@@ -31,6 +31,14 @@ SQLITE_JDBC_PACKAGE = "org.xerial:sqlite-jdbc:3.50.3.0"
 DEFAULT_MASTER = "local[*]"
 # The JVM's logging: real warnings on stderr, known-harmless ones silenced (see the file).
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+DRIVER_JAVA_OPTIONS = (
+    # Read at JVM start, so it also quiets the warnings printed before the session exists.
+    f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}",
+    # Only the JVM's quick (C1) compiler: a lesson's JVM lives a minute, not a day, and the
+    # optimising C2 compiler spent a third of its CPU there. Measured on lesson 07 on 2 cores:
+    # 37-44 CPU-seconds -> 26-27 (docs/BENCHMARKS.md). A long-running job wants C2: drop this.
+    "-XX:TieredStopAtLevel=1",
+)
 
 
 def kafka_package() -> str:
@@ -106,8 +114,7 @@ def get_spark(
         # Adaptive execution does not apply to streaming plans; off, so Spark does not
         # warn about it on every query.
         .config("spark.sql.adaptive.enabled", "false")
-        # Read at JVM start, so it also quiets the warnings printed before the session exists.
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}")
+        .config("spark.driver.extraJavaOptions", " ".join(DRIVER_JAVA_OPTIONS))
     )
     packages = []
     if delta:

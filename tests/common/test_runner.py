@@ -81,10 +81,11 @@ def fake_query(progress, trigger_active):
 
 
 def test_first_batch_grace_applies_only_while_a_first_batch_runs():
+    assert first_batch_running([fake_query([], False)])  # still starting: no progress at all yet
     assert first_batch_running([fake_query([], True)])
-    assert first_batch_running([fake_query([{"numInputRows": 0}], True)])
-    assert not first_batch_running([fake_query([], False)])  # no input yet: nothing to wait for
-    assert not first_batch_running([fake_query([{"numInputRows": 3}], True)])  # a batch is done
+    assert first_batch_running([fake_query([{"numInputRows": 0}], True)])  # first batch with input runs
+    assert not first_batch_running([fake_query([{"numInputRows": 0}], False)])  # ran, and no input came
+    assert not first_batch_running([fake_query([{"numInputRows": 3}], True)])  # a batch with input is done
 
 
 def test_foreach_batch_turns_an_interruption_into_one_line_and_passes_other_errors():
