@@ -502,8 +502,15 @@ def _write_config(broker: LocalBroker) -> None:
 
 
 def new_cluster_id() -> str:
-    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (as kafka-storage random-uuid)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (as kafka-storage random-uuid).
+
+    Like Kafka's own Uuid.randomUuid, never one that starts with '-': kafka-storage would read
+    ``--cluster-id -x...`` as an unknown option and print its usage (1 start in 64 failed so).
+    """
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def format_storage(broker: LocalBroker, *, say: Say = _print) -> None:

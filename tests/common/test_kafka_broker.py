@@ -175,3 +175,19 @@ def test_local_kafka_start_without_java_says_how_to_install_it(course_home):
     assert "Java was not found" in result.stderr and "Traceback" not in result.stderr
 
 
+
+
+def test_a_cluster_id_never_starts_with_a_dash(monkeypatch):
+    # 0xf8 as the first byte encodes to '-' in URL-safe base64: kafka-storage then took the id
+    # for an option and failed with its usage text.
+    import uuid
+
+    from common import kafka_broker
+
+    ids = iter([uuid.UUID(bytes=bytes([0xF8]) + bytes(15)), uuid.UUID(bytes=bytes([0x10]) + bytes(15))])
+    monkeypatch.setattr(kafka_broker.uuid, "uuid4", lambda: next(ids))
+
+    cluster_id = kafka_broker.new_cluster_id()
+
+    assert not cluster_id.startswith("-")
+    assert len(cluster_id) == 22
