@@ -8,6 +8,7 @@ Lessons::
     --reset              delete this lesson's checkpoints and output first
     --no-simulator       do not start the lesson's simulator; you run it yourself
     --available-now      (file lessons) process what is there, then exit
+    --host, --port       (the socket lesson) where its server listens
 
 Simulators::
 
@@ -21,7 +22,7 @@ import argparse
 from datetime import datetime
 from pathlib import Path
 
-from . import paths
+from . import config, paths
 from .timestamps import parse_iso
 
 MAX_DEFAULT_DURATION = 60.0
@@ -67,8 +68,13 @@ def lesson_parser(
     duration: float = 20.0,
     simulator: bool = True,
     available_now: bool = False,
+    socket_server: bool = False,
 ) -> argparse.ArgumentParser:
-    """The parser every lesson starts from; a lesson may add its own options to it."""
+    """The parser every lesson starts from; a lesson may add its own options to it.
+
+    ``socket_server`` adds --host and --port: where the text server of the socket lesson
+    listens (socket_server.py has the same flags and defaults).
+    """
     if duration > MAX_DEFAULT_DURATION:
         raise ValueError(f"a lesson's default duration must be at most {MAX_DEFAULT_DURATION} s")
     parser = argparse.ArgumentParser(
@@ -99,6 +105,10 @@ def lesson_parser(
             action="store_true",
             help="do not start the simulator; run it yourself in a second terminal",
         )
+    if socket_server:
+        parser.add_argument("--host", default=config.SOCKET_HOST, help="the text server's host (default: %(default)s)")
+        parser.add_argument("--port", type=int, default=config.SOCKET_PORT,
+                            help="the text server's port (default: %(default)s, or $SOCKET_PORT)")
     if available_now:
         parser.add_argument(
             "--available-now",

@@ -18,14 +18,18 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from . import paths
+from .errors import CourseError
 
 STOP_TIMEOUT_SECONDS = 5
+SERVER_START_SECONDS = 15  # how long a server simulator may take to listen (or the learner, to start it)
+PORT_POLL_SECONDS = 0.2
 EXIT_CTRL_C = 130  # what a shell reports for a program stopped by Ctrl-C (128 + SIGINT)
 
 
@@ -221,3 +225,46 @@ def file_input_for_lesson(
     enabled = not getattr(lesson_args, "no_simulator", False)
     with simulator_for_lesson(name, script, args, enabled=enabled) as simulator:
         yield FileInput(watching=True, simulator=simulator)
+
+
+def wait_for_port(host: str, port: int, timeout: float, *, stop_if: Callable[[], bool] = lambda: False) -> bool:
+    """Wait until something accepts connections on host:port (True), or say it did not (False):
+    after ``timeout`` seconds, or as soon as ``stop_if()`` is true (e.g. the server process ended)."""
+    deadline = time.monotonic() + timeout
+    while not port_open(host, port):
+        if stop_if() or time.monotonic() >= deadline:
+            return False
+        time.sleep(PORT_POLL_SECONDS)
+    return True
+
+
+@contextmanager
+def server_for_lesson(
+    name: str, script: str, args: Sequence[str], host: str, port: int, *, enabled: bool = True
+) -> Iterator[Simulator]:
+    """``simulator_for_lesson`` for a simulator that is a TCP server (lesson 05's text server).
+
+    Whatever already listens on host:port is used as it is; otherwise the simulator is started
+    with ``args`` plus ``--host host --port port`` (with ``enabled=False``, the lesson's
+    --no-simulator, the learner starts it). The block begins once the port accepts
+    connections, within ``SERVER_START_SECONDS``; if it does not, CourseError says what to do.
+    """
+    listening = port_open(host, port)
+    args = [*args, "--host", host, "--port", str(port)]
+    with simulator_for_lesson(name, script, args, enabled=enabled, already_running=listening) as server:
+        if not listening and not wait_for_port(host, port, SERVER_START_SECONDS, stop_if=server.done):
+            raise CourseError(server_advice(name, script, host, port, server))
+        yield server
+
+
+def server_advice(name: str, script: str, host: str, port: int, server: Simulator) -> str:
+    if server.process is not None and server.done():
+        log = log_file(name)
+        said = log.read_text(encoding="utf-8", errors="replace").strip()[-500:] if log.exists() else ""
+        return (f"The {name} server stopped at once (exit code {server.process.returncode}), so nothing listens "
+                f"on {host}:{port}. Its log {paths.display(log)} ends with: {said or '(nothing)'}")
+    return (
+        f"Nothing accepts connections on {host}:{port}, so the lesson cannot read from it. Start the server in "
+        f"a second terminal with 'python data_generators/{script} --port {port}', then run the lesson again; or "
+        "run the lesson without --no-simulator and it starts the server itself."
+    )

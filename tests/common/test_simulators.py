@@ -1,10 +1,18 @@
-"""common.simulators: a file lesson watches its folder (with a simulator) or reads what is there once."""
+"""common.simulators: a file lesson watches its folder (with a simulator) or reads what is there once;
+a server simulator is listening before the lesson connects, or the lesson says what to do."""
 
 from __future__ import annotations
 
+import socket
+import threading
 from argparse import Namespace
 
-from common.simulators import FileInput, Simulator, file_input_for_lesson
+import pytest
+
+from common import paths, simulators
+from common.errors import CourseError
+from common.simulators import FileInput, Simulator, file_input_for_lesson, server_for_lesson, wait_for_port
+from conftest import free_port, silent_listener
 
 
 def lesson_args(**flags) -> Namespace:
@@ -43,3 +51,58 @@ def test_done_follows_the_simulator():
 
     assert FileInput(watching=True, simulator=Finished("x")).done()
     assert not FileInput(watching=True, simulator=Simulator("x")).done()
+
+
+
+def test_wait_for_port_sees_a_server_that_starts_listening_later():
+    port = free_port()
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("127.0.0.1", port))
+    starting = threading.Timer(0.3, server.listen)
+    starting.start()
+    try:
+        assert wait_for_port("127.0.0.1", port, 60)
+    finally:
+        starting.cancel()
+        server.close()
+
+
+def test_wait_for_port_gives_up_after_the_timeout_or_when_told_to():
+    port = free_port()
+    assert not wait_for_port("127.0.0.1", port, 0.3)
+    assert not wait_for_port("127.0.0.1", port, 600, stop_if=lambda: True)  # e.g. the server process ended
+
+
+def test_a_server_that_already_listens_is_used_as_it_is(capsys):
+    with silent_listener() as port, server_for_lesson("test-server", "socket_server.py", ["--demo"], "127.0.0.1",
+                                                      port) as server:
+        assert server.external and server.process is None
+    assert "Using the test-server simulator that is already running." in capsys.readouterr().out
+
+
+def test_no_server_and_no_simulator_says_how_to_start_one(monkeypatch):
+    monkeypatch.setattr(simulators, "SERVER_START_SECONDS", 0.3)
+    port = free_port()
+
+    with pytest.raises(CourseError) as advice:
+        with server_for_lesson("test-server", "socket_server.py", ["--demo"], "127.0.0.1", port, enabled=False):
+            pytest.fail("the block must not run without a server")
+
+    assert str(advice.value) == (
+        f"Nothing accepts connections on 127.0.0.1:{port}, so the lesson cannot read from it. Start the server in "
+        f"a second terminal with 'python data_generators/socket_server.py --port {port}', then run the lesson "
+        "again; or run the lesson without --no-simulator and it starts the server itself.")
+
+
+def test_a_server_that_stops_at_once_is_reported_with_its_log(monkeypatch, tmp_path):
+    monkeypatch.setattr(paths, "RUNTIME_DIR", tmp_path)  # its log goes here, not into the learner's .runtime
+    missing = tmp_path / "missing.txt"
+
+    with pytest.raises(CourseError) as advice:
+        with server_for_lesson("test-server", "socket_server.py", ["--file", str(missing)], "127.0.0.1",
+                               free_port()):
+            pytest.fail("the block must not run without a server")
+
+    assert "The test-server server stopped at once (exit code 1)" in str(advice.value)
+    assert f"Cannot read --file {missing}" in str(advice.value)
