@@ -20,9 +20,10 @@ Run
 What you'll see
   The demo server sends one sentence a second; how many land in each micro-batch
   depends on your machine's speed. Complete mode reprints the whole table each time:
-  Started the socket simulator for this run: python data_generators/socket_server.py --demo
+  Started the socket simulator for this run: python data_generators/socket_server.py --demo --host 127.0.0.1 ...
+  ...
   -------------------------------------------
-  Batch: 1
+  Batch: 2
   -------------------------------------------
   +---------+-----+
   |word     |count|
@@ -31,142 +32,86 @@ What you'll see
   |spark    |3    |
   |counts   |2    |
   |real     |2    |
-  |the      |2    |
   |time     |2    |
   |awesome  |1    |
   ...
-  Stopped after 15 s of counting: 6 lines in 2 micro-batches. ...
+  Stopped (--duration 15): 6 lines counted. The counts lived only in this query's memory. ...
 """
 
-from __future__ import annotations
+from pyspark.sql import DataFrame, functions as F
 
-import time
-
-from pyspark.errors import StreamingQueryException
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
-
-from common import cli, config, simulators
-from common.errors import CourseError
-from common.runner import await_queries, banner, lesson_session, run_lesson, say
+from common import cli, simulators
+from common.runner import banner, lesson_session, pick_trigger, run_lesson, run_queries, say
 
 LESSON = "05_socket_streaming"
 # Anything that is not a letter, a digit or an apostrophe separates two words.
 WORD_SEPARATOR = r"[^\p{L}\p{N}']+"
 TRIGGER_INTERVAL = "1 second"  # about one demo sentence per micro-batch
 TOP_WORDS = 20  # rows the console sink prints per batch
-SERVER_START_SECONDS = 15  # how long to wait for the server to listen
-FIRST_BATCH_SECONDS = 60  # how long the query may take to start, on a busy laptop
-DEFAULT_DURATION = 15
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION)
-    parser.add_argument("--host", default=config.SOCKET_HOST, help="the text server's host (default: %(default)s)")
-    parser.add_argument("--port", type=int, default=config.SOCKET_PORT,
-                        help="the text server's port (default: %(default)s, or $SOCKET_PORT)")
-    args = parser.parse_args(argv)
-    if args.checkpoint_dir:
-        print("--checkpoint-dir is ignored: a socket query cannot be recovered from a checkpoint.")
-    banner(f"1. The text server on {args.host}:{args.port}")
-    listening = simulators.port_open(args.host, args.port)
-    with simulators.simulator_for_lesson(
-        "socket", "socket_server.py", server_options(args), enabled=not args.no_simulator, already_running=listening
-    ) as server:
-        if not listening:
-            wait_for_server(args, server)
-        with lesson_session(LESSON, args) as spark:
-            banner(f"2. Word count, complete mode, for {args.duration:g} s")
-            # No checkpointLocation, on purpose: the socket source keeps the lines only in
-            # memory and has no offsets a restart could replay. With a checkpoint, the
-            # second run fails with "Offsets committed out of order". Spark uses a
-            # temporary checkpoint and deletes it when the query stops.
-            query = (
-                build_word_counts(read_lines(spark, args.host, args.port))
-                .writeStream.outputMode("complete")  # the whole, re-sorted table every batch
-                .format("console")
-                .option("truncate", False)
-                .option("numRows", TOP_WORDS)
-                .trigger(processingTime=TRIGGER_INTERVAL)
-                .queryName("socket_word_count")
-                .start()
-            )
-            try:
-                # The clock starts once the first micro-batch is done: starting a query
-                # takes a few seconds, and the demo sentences should all fit in the run.
-                wait_for_first_batch(query)
-                await_queries([query], args.duration)
-            except StreamingQueryException as error:
-                if "Connection refused" in str(error):  # the server went away before Spark connected
-                    raise CourseError(connection_advice(args)) from error
-                raise
-            lines = sum(p["numInputRows"] for p in query.recentProgress)
-            say(f"""Stopped after {args.duration:g} s of counting: {lines} lines in
-                {len(query.recentProgress)} micro-batches. The counts lived only in this query's
-                memory. A socket source cannot replay what it sent, so after a crash or restart
-                they start again from zero: fine for trying things out, never for production
-                (use Kafka, lesson 08).""")
+DEFAULT_DURATION = 15  # the demo server sends its six sentences in about 6 s
 
 
 def read_lines(spark, host: str, port: int) -> DataFrame:
     """One row per line of text the server sends, in a column called ``value``."""
-    return spark.readStream.format("socket").option("host", host).option("port", port).load()
+    # The socket source is a TCP client: the server must already listen when the query starts.
+    return (
+        spark.readStream.format("socket")
+        .option("host", host)
+        .option("port", port)
+        .load()
+    )
 
 
-def build_word_counts(lines: DataFrame) -> DataFrame:
-    """A running count per word, most frequent first (ties in alphabetical order)."""
+def parse_words(lines: DataFrame) -> DataFrame:
+    """One row per word of every line, in lower case."""
     # split() turns each line into an array of words; explode() turns the array into rows.
     words = lines.select(F.explode(F.split(F.lower(F.col("value")), WORD_SEPARATOR)).alias("word"))
     # A line that starts or ends with a separator, or is blank, yields empty strings.
-    counts = words.where(F.col("word") != "").groupBy("word").count()
+    return words.where(F.col("word") != "")
+
+
+def build_word_counts(words: DataFrame) -> DataFrame:
+    """A running count per word."""
+    # The count per word is the query's state: it grows with every micro-batch.
+    return words.groupBy("word").count()
+
+
+def build_top_words(counts: DataFrame) -> DataFrame:
+    """The counts, most frequent first (ties in alphabetical order)."""
     # Sorting a stream is allowed only after an aggregation, in complete mode.
     return counts.orderBy(F.desc("count"), F.asc("word"))
 
 
-def server_options(args) -> list[str]:
-    """socket_server.py's options: the demo sentences, on the lesson's host and port."""
-    options = ["--demo"]
-    if args.host != config.SOCKET_HOST:
-        options += ["--host", args.host]
-    if args.port != config.SOCKET_PORT:
-        options += ["--port", str(args.port)]
-    return options
-
-
-def wait_for_server(args, server) -> None:
-    """Wait until the server listens; it takes a moment to start (or for you to start it)."""
-    waited = SERVER_START_SECONDS if server is not None else args.duration
-    if server is None:
-        print(f"Waiting up to {waited:g} s for a server on {args.host}:{args.port} ...", flush=True)
-    deadline = time.monotonic() + waited
-    while time.monotonic() < deadline:
-        if server is not None and server.poll() is not None:
-            log = simulators.log_file("socket")
-            raise CourseError(
-                f"The socket server stopped at once (exit code {server.returncode}); its log "
-                f"{log} says: {log.read_text(encoding='utf-8').strip()[-500:]}"
-            )
-        # The server recognises this quick connect-and-close as a port check.
-        if simulators.port_open(args.host, args.port):
-            return
-        time.sleep(0.2)
-    raise CourseError(connection_advice(args))
-
-
-def wait_for_first_batch(query, timeout: float = FIRST_BATCH_SECONDS) -> None:
-    """Return when the query has finished a micro-batch, stopped, or ``timeout`` passed."""
-    deadline = time.monotonic() + timeout
-    while query.isActive and query.lastProgress is None and time.monotonic() < deadline:
-        time.sleep(0.2)
-
-
-def connection_advice(args) -> str:
+def start_word_counts(counts: DataFrame, trigger: dict):
+    """Print the whole, re-sorted table after every micro-batch."""
+    # No checkpointLocation, on purpose: the socket source keeps the lines only in memory
+    # and has no offsets a restart could replay, so a second run from a checkpoint fails
+    # ("Offsets committed out of order"). Spark uses a temporary one, deleted at the stop.
     return (
-        f"Nothing accepts connections on {args.host}:{args.port}, so the socket source cannot read. "
-        f"Start the server in a second terminal with 'python data_generators/socket_server.py' "
-        f"(add --port {args.port} if you changed the port), then run this lesson again; or run the "
-        "lesson without --no-simulator and it starts the demo server itself."
+        counts.writeStream.format("console")
+        .outputMode("complete")  # the whole result table, every micro-batch
+        .option("truncate", False)
+        .option("numRows", TOP_WORDS)
+        .trigger(**trigger)
+        .queryName("socket_word_count")
+        .start()
     )
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, socket_server=True).parse_args(argv)
+    if args.checkpoint_dir:
+        print("--checkpoint-dir is ignored: a socket query cannot be recovered from a checkpoint.")
+    with simulators.server_for_lesson("socket", "socket_server.py", ["--demo"], args.host, args.port,
+                                      enabled=not args.no_simulator), lesson_session(LESSON, args) as spark:
+        banner(f"Word count from {args.host}:{args.port}, complete mode, for {args.duration:g} s")
+        words = parse_words(read_lines(spark, args.host, args.port))
+        query = start_word_counts(build_top_words(build_word_counts(words)), pick_trigger(args, TRIGGER_INTERVAL))
+        run_queries([query], args)
+        say(f"""Stopped (--duration {args.duration:g}): {sum(p["numInputRows"] for p in query.recentProgress)} lines
+            counted. The counts lived only in this query's memory. A socket source cannot replay
+            what it sent, so after a crash or restart they start again from zero: fine for trying
+            things out, never for production (use Kafka, lesson 08).""")
 
 
 if __name__ == "__main__":
