@@ -212,6 +212,22 @@ def kafka_report_header() -> str:
     return "kafka: the tests start a broker of their own (free ports, data in the run's temporary folder)"
 
 
+# --- Two workers, one Spark session ----------------------------------------------------------------
+#
+# pytest.ini runs the suite on two pytest-xdist workers with --dist loadgroup. Every test that
+# uses the in-process Spark session or the test broker is put in one group, so one worker
+# holds the run's only SparkSession and broker; the other runs the lessons as subprocesses (the
+# smoke runs), the simulators and the pure-Python tests meanwhile. A learner's lesson waits on
+# triggers and simulators much of its time, so the two overlap well on two cores.
+JVM_FIXTURES = {"spark", "kafka_bootstrap", "kafka_test_broker", "topic"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if JVM_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group("jvm"))
+
+
 def pytest_report_header(config):
     return [kafka_report_header()]
 
