@@ -222,6 +222,7 @@ def kafka_report_header() -> str:
 JVM_FIXTURES = {"spark", "kafka_bootstrap", "kafka_test_broker", "topic"}
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the group into the node id
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if JVM_FIXTURES & set(getattr(item, "fixturenames", ())):
