@@ -242,16 +242,32 @@ def foreach_batch(handler: Callable) -> Callable:
 
 
 class _HidePy4JInterruptTraceback(logging.Filter):
-    """py4j logs a traceback whenever Ctrl-C interrupts a call into the JVM (it then
-    closes that connection correctly); for a learner pressing Ctrl-C that is noise."""
+    """py4j logs a traceback whenever Ctrl-C interrupts a call into the JVM, and often a
+    second one when it then closes that connection (a broken pipe, during the Ctrl-C); for
+    a learner pressing Ctrl-C that is noise. Other errors pass."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith("KeyboardInterrupt while sending command")
+        message = record.getMessage()
+        if message.startswith("KeyboardInterrupt while sending command"):
+            return False
+        return not (message.startswith("Exception occurred while shutting down connection")
+                    and _during_ctrl_c(record.exc_info[1] if record.exc_info else None))
+
+
+def _during_ctrl_c(error: BaseException | None) -> bool:
+    """True when ``error`` is a KeyboardInterrupt or happened while one was being handled."""
+    while error is not None:
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        error = error.__context__
+    return False
 
 
 def run_lesson(main: Callable[[list[str] | None], int | None], argv: list[str] | None = None) -> None:
     """Run a lesson's main(): exit 0 when it ends, 130 on Ctrl-C, 1 with advice on a known failure."""
-    logging.getLogger().addFilter(_HidePy4JInterruptTraceback())
+    hide = _HidePy4JInterruptTraceback()
+    logging.getLogger().addFilter(hide)  # py4j's logging.exception(...) goes to the root logger
+    logging.getLogger("py4j.clientserver").addFilter(hide)  # a logger's filters see only its own records
     try:
         code = main(argv) or 0
     except KeyboardInterrupt:

@@ -105,3 +105,33 @@ def test_foreach_batch_turns_an_interruption_into_one_line_and_passes_other_erro
     with pytest.raises(ValueError, match="a real bug"):
         foreach_batch(broken)(None, 0)
     assert foreach_batch(lambda batch, batch_id: batch_id * 2)(None, 21) == 42
+
+
+def test_ctrl_c_hides_py4js_tracebacks_of_the_interrupted_call_and_its_closed_connection(caplog, capsys):
+    import logging
+
+    from common.runner import run_lesson
+
+    def interrupted(argv):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            try:  # what py4j does next: close the connection, which breaks
+                raise BrokenPipeError(32, "Broken pipe")
+            except BrokenPipeError:
+                logging.getLogger("py4j.clientserver").exception("Exception occurred while shutting down connection")
+            logging.exception("KeyboardInterrupt while sending command.")
+            raise
+
+    with pytest.raises(SystemExit) as stopped:
+        run_lesson(interrupted)
+
+    assert stopped.value.code == 130
+    assert caplog.records == []
+    assert "Stopped with Ctrl-C" in capsys.readouterr().err
+    # Without a Ctrl-C the same failure is a real one, and it is logged.
+    try:
+        raise BrokenPipeError(32, "Broken pipe")
+    except BrokenPipeError:
+        logging.getLogger("py4j.clientserver").exception("Exception occurred while shutting down connection")
+    assert [record.exc_info[0] for record in caplog.records] == [BrokenPipeError]
