@@ -212,21 +212,14 @@ def kafka_report_header() -> str:
     return "kafka: the tests start a broker of their own (free ports, data in the run's temporary folder)"
 
 
-# --- Two workers, one Spark session ----------------------------------------------------------------
+# --- Two workers ----------------------------------------------------------------------------------
 #
-# pytest.ini runs the suite on two pytest-xdist workers with --dist loadgroup. Every test that
-# uses the in-process Spark session or the test broker is put in one group, so one worker
-# holds the run's only SparkSession and broker; the other runs the lessons as subprocesses (the
-# smoke runs), the simulators and the pure-Python tests meanwhile. A learner's lesson waits on
-# triggers and simulators much of its time, so the two overlap well on two cores.
-JVM_FIXTURES = {"spark", "kafka_bootstrap", "kafka_test_broker", "topic"}
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the group into the node id
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if JVM_FIXTURES & set(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.xdist_group("jvm"))
+# pytest.ini runs the suite on two pytest-xdist workers: a lesson run as a subprocess waits on
+# triggers and simulators much of its time, so two streams of tests overlap well on two cores.
+# Each worker that runs an in-process Spark test starts its own session (and its own test broker
+# for a Kafka test). Grouping all of them onto one worker with xdist_group does not work with
+# pytest 9.2 and pytest-xdist 3.8: xdist writes the group into Item._nodeid, which pytest 9.2 no
+# longer reads, so --dist loadgroup never groups.
 
 
 def pytest_report_header(config):
