@@ -40,7 +40,7 @@ What you'll see
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from common import cli, demos
+from common import cli, demos, progress
 from common.runner import banner, lesson_session, pick_trigger, run_lesson, run_queries, say
 
 LESSON = "01_basic_streaming"
@@ -104,9 +104,7 @@ def main(argv: list[str] | None = None) -> None:
         banner(f"3. The query runs for {args.duration:g} s: one table per micro-batch")
         query = start_console(build_number_facts(numbers), pick_trigger(args, TRIGGER_INTERVAL))
         run_queries([query], args)
-        say(f"""Stopped after {args.duration:g} s. The query read
-            {sum(progress["numInputRows"] for progress in query.recentProgress)} rows in
-            {len(query.recentProgress)} micro-batches. The first batch is often empty: the
+        say(f"""Stopped after {args.duration:g} s. The query {progress.read_in_batches(query.recentProgress)}. The first batch is often empty: the
             rate source counts its rows from the moment the query starts.""")
 
 

@@ -42,7 +42,7 @@ What you'll see
   Batch 4 reads: nothing new (the watermark moved, so Spark runs one more batch)
     closed sessions  SENSOR-0 [10:30:19, 10:30:26)  2 readings, avg 22.75: r6 r7   [watermark 10:30:30]
   ...
-  The live query read 120 lines in 1 micro-batch(es); lines quarantined (with their reason) in
+  The live query read 120 lines in 1 micro-batch; lines quarantined (with their reason) in
   output/06_windowing/quarantine: none. ...
 """
 
@@ -51,7 +51,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from common import cli, demos, narration, paths, simulators, sources
+from common import cli, demos, narration, paths, progress, simulators, sources
 from common.runner import banner, checkpoint_root, lesson_session, run_lesson, run_queries, say
 from common.schemas import SENSOR_SCHEMA
 
@@ -225,8 +225,7 @@ def main(argv: list[str] | None = None) -> None:
         with simulators.file_input_for_lesson(*SIMULATOR, paths.SENSOR_DIR, args) as files:
             queries = start_live(lines, checkpoint_root(LESSON, args), QUARANTINE_DIR, files.trigger(LIVE_TRIGGER))
             run_queries(queries, args, until=files.done)
-        say(f"""The live query read {sum(p["numInputRows"] for p in queries[0].recentProgress)} lines in
-            {len(queries[0].recentProgress)} micro-batch(es); lines quarantined (with their reason) in
+        say(f"""The live query {progress.read_in_batches(queries[0].recentProgress, "lines")}; lines quarantined (with their reason) in
             {paths.display(QUARANTINE_DIR)}: {sources.quarantine_summary(spark, QUARANTINE_DIR)}.
             Its checkpoint remembers the files and the windows: run the lesson again to go on.""")
 

@@ -45,14 +45,13 @@ What you'll see
   +---------+------+------+---------+-----------+-------------------+
   After 5 micro-batches the state store keeps 11 open users; 9 were closed
   by the timeout and removed. ...
-  Lines quarantined with their reason in output/12_stateful_processing/quarantine: 0
+  Lines quarantined with their reason in output/12_stateful_processing/quarantine: none
   ...
   3. The rule for your own timeouts: never behind the current watermark
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -63,11 +62,11 @@ from pyspark import cloudpickle
 from pyspark.sql import DataFrame, GroupedData
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
-from common import cli, paths
-from common.runner import banner, checkpoint_root, lesson_session, pick_trigger, run_lesson, run_queries, say
+from common import cli, paths, progress
+from common.runner import banner, checkpoint_root, lesson_session, run_lesson, run_queries, say
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
-from common.simulators import should_watch, simulator_for_lesson
-from common.sources import parse_json, quarantined, read_json_lines, valid_records
+from common.simulators import file_input_for_lesson
+from common.sources import parse_json, quarantine_summary, quarantined, read_json_lines, start_quarantine, valid_records
 
 LESSON = "12_stateful_processing"
 DEFAULT_DURATION = 60  # an upper bound: the lesson stops once the simulator is done and its files are read
@@ -77,8 +76,8 @@ WATERMARK_DELAY = "10 seconds"  # how late an event may be and still count
 IDLE_TIMEOUT = timedelta(minutes=1)  # a user with no event for this long (event time) is closed
 # The simulator the lesson starts when the folder is empty: a fixed base time, so the run
 # shows the same users (and the same closed sessions) as the docstring.
-SIMULATOR_ARGS = ["--count", "4", "--interval", "3", "--base-time", "2025-01-15T10:30:00Z"]
-QUARANTINE_SCHEMA = "source_file STRING, reason STRING, raw_line STRING"
+SIMULATOR = ("ecommerce", "generate_ecommerce_events.py",
+             ["--count", "4", "--interval", "3", "--base-time", "2025-01-15T10:30:00Z"])
 
 # What func returns: one row per user per batch in which something happened to the user
 # (status active: had events this batch | closed: timed out).
@@ -167,30 +166,18 @@ def start_console(user_state: DataFrame, checkpoints: Path, trigger: dict):
     )
 
 
-def start_quarantine(bad_lines: DataFrame, folder: Path, checkpoints: Path, trigger: dict):
-    # A line with no user or no time cannot belong to any state: it is kept here with its reason.
-    return (
-        bad_lines.writeStream.format("json")
-        .option("path", str(folder))
-        .option("checkpointLocation", str(checkpoints / "quarantine"))
-        .queryName("user_state_quarantine")
-        .trigger(**trigger)
-        .start()
-    )
-
-
-def read_quarantine(spark, folder: Path) -> DataFrame:
-    """What the quarantine holds (every run's bad lines; --reset empties it)."""
-    return spark.read.schema(QUARANTINE_SCHEMA).json(str(folder))
+def start_queries(events: DataFrame, checkpoints: Path, quarantine: Path, trigger: dict) -> list:
+    """The user state on the console; a line with no user or no time, which belongs to no
+    state, to the quarantine with its reason."""
+    return [start_console(build_user_state(valid_records(events, ECOMMERCE_EVENT_SCHEMA)), checkpoints, trigger),
+            start_quarantine(quarantined(events, "source_file"), quarantine, checkpoints / "quarantine", trigger,
+                             name="user_state_quarantine")]
 
 
 def main(argv: list[str] | None = None) -> None:
     args = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, available_now=True).parse_args(argv)
     folder, checkpoints = paths.ECOMMERCE_DIR, checkpoint_root(LESSON, args)
     quarantine = paths.output_for(LESSON, "quarantine")
-    # PySpark's applyInPandasWithState pads its batches with empty pandas frames, which pandas
-    # answers with a FutureWarning per batch from every Python worker (they inherit this).
-    os.environ.setdefault("PYTHONWARNINGS", "ignore::FutureWarning")
     with lesson_session(LESSON, args) as spark:
         banner("1. mapGroupsWithState is Scala/Java only")
         print(f"grouped.mapGroupsWithState exists in PySpark: {hasattr(GroupedData, 'mapGroupsWithState')}")
@@ -202,26 +189,18 @@ def main(argv: list[str] | None = None) -> None:
             are properties in Python), and yields pandas DataFrames.""")
 
         banner(f"2. Per-user state; a user idle for {IDLE_TIMEOUT.seconds // 60} min of event time is closed")
-        watch = should_watch("ecommerce", folder, args)
-        # Watching: a batch every few seconds while files arrive. Otherwise: read what is there once.
-        trigger = pick_trigger(args, TRIGGER_INTERVAL) if watch else {"availableNow": True}
-        events = read_events(spark, folder)
-        queries = [start_console(build_user_state(valid_records(events, ECOMMERCE_EVENT_SCHEMA)), checkpoints, trigger),
-                   start_quarantine(quarantined(events, "source_file"), quarantine, checkpoints, trigger)]
-        if watch:
-            with simulator_for_lesson("ecommerce", "generate_ecommerce_events.py", SIMULATOR_ARGS,
-                                      enabled=not args.no_simulator) as simulator:
-                run_queries(queries, args, until=simulator.done)
-        else:
-            run_queries(queries, args)  # availableNow: both queries end once the files are read
-        state = [p["stateOperators"][0] for p in queries[0].recentProgress if p.get("stateOperators")]
-        say(f"""After {len(state)} micro-batches the state store keeps {state[-1]['numRowsTotal']} open users;
-            {sum(s['numRowsRemoved'] for s in state)} were closed by the timeout and removed. Their state
-            is in the checkpoint: run again and each user continues where it stopped.""" if state else
+        # With files there and no simulator running: read them once (availableNow) and stop.
+        with file_input_for_lesson(*SIMULATOR, folder, args) as files:
+            trigger = files.trigger(TRIGGER_INTERVAL)  # or a batch every few seconds while files arrive
+            queries = start_queries(read_events(spark, folder), checkpoints, quarantine, trigger)
+            run_queries(queries, args, until=files.done)
+        state = progress.state_totals(queries[0].recentProgress)  # (batches, rows kept, rows removed), or None
+        say("""After {} micro-batches the state store keeps {} open users; {} were closed by the timeout
+            and removed. Their state is in the checkpoint: run again and each user continues where it
+            stopped.""".format(*state) if state else
             """No new file since the last run: every user's state in the checkpoint is as it was. Start
             the simulator in a second terminal (see Run in this file) to add events to it.""")
-        print(f"Lines quarantined with their reason in {paths.display(quarantine)}: "
-              f"{read_quarantine(spark, quarantine).count()}")
+        print(f"Lines quarantined with their reason in {paths.display(quarantine)}: {quarantine_summary(spark, quarantine)}")
 
         banner("3. The rule for your own timeouts: never behind the current watermark")
         say(f"""Spark drops late rows with the previous batch's watermark, but func sees this batch's,

@@ -100,6 +100,12 @@ def run_script(script: Path | str, *args: str, home: Path, timeout: float = 180,
     )
 
 
+def prose(output: str) -> str:
+    """A lesson's output with every run of whitespace made one space: the lessons wrap their
+    paragraphs at 72 columns, so where a line breaks moves with the numbers in it."""
+    return " ".join(output.split())
+
+
 @pytest.fixture(scope="session")
 def kafka_test_broker(tmp_path_factory):
     """The test run's own Kafka broker (a LocalBroker), or None when KAFKA_BOOTSTRAP_SERVERS is set.

@@ -26,6 +26,7 @@ from .config import BASE_EVENT_TIME
 from .demos import records_as_text, short_time
 from .microbatch import Run
 from .narration import print_table
+from .progress import batches_run, read_in_batches
 from .timestamps import iso, parse_iso
 
 # How each fate of a record is drawn: marker, colour, legend label.
@@ -92,7 +93,7 @@ def dropped_by_watermark(progress: Sequence[dict]) -> int:
 def state_rows(progress: Sequence[dict]) -> dict[int, int]:
     """Rows in the state store after each micro-batch (numRowsTotal of every stateful operator)."""
     return {p["batchId"]: sum(op["numRowsTotal"] for op in p["stateOperators"])
-            for p in progress if p.get("stateOperators")}
+            for p in batches_run(progress) if p.get("stateOperators")}
 
 
 def print_state_rows(progress_by_label: dict[str, Sequence[dict]]) -> None:
@@ -105,8 +106,9 @@ def print_state_rows(progress_by_label: dict[str, Sequence[dict]]) -> None:
 
 def describe_progress(progress: Sequence[dict]) -> str:
     """One sentence on a query's run: rows read, micro-batches, rows dropped as late, last watermark."""
+    progress = batches_run(progress)
     mark = short_time(progress[-1].get("eventTime", {}).get("watermark")) if progress else ""
-    return (f"read {sum(p['numInputRows'] for p in progress)} rows in {len(progress)} micro-batches and "
+    return (f"{read_in_batches(progress)} and "
             f"dropped {dropped_by_watermark(progress)} as too late; "
             + (f"its watermark ended at {mark}." if mark else "its watermark never moved from its start."))
 

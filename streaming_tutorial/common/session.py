@@ -70,6 +70,10 @@ def prepare_process_environment() -> None:
     # Python workers (UDFs, applyInPandas...) must run the same interpreter as the driver.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # The pandas state APIs (applyInPandasWithState, transformWithStateInPandas) pad their
+    # batches with empty pandas frames, which pandas answers with a FutureWarning per batch
+    # from every Python worker; the workers inherit this and stay quiet.
+    os.environ.setdefault("PYTHONWARNINGS", "ignore::FutureWarning")
 
 
 def get_spark(

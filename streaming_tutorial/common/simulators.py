@@ -199,10 +199,12 @@ class FileInput:
 
     watching: bool  # True: the queries watch the folder while a simulator writes into it
     simulator: Simulator | None = None
+    available_now: bool = False  # the lesson's --available-now
 
     def trigger(self, interval: str) -> dict:
-        """Watching: a micro-batch every ``interval``. Otherwise: read the files there now, then stop."""
-        return {"processingTime": interval} if self.watching else {"availableNow": True}
+        """Watching: a micro-batch every ``interval``. Otherwise, or with --available-now: read
+        the files there now, then stop."""
+        return {"processingTime": interval} if self.watching and not self.available_now else {"availableNow": True}
 
     def done(self) -> bool:
         """For ``run_queries(until=...)``: True once the simulator has finished writing."""
@@ -219,12 +221,13 @@ def file_input_for_lesson(
     started for the ``with`` block (none with --no-simulator). Otherwise no simulator and
     nothing printed: the queries read the files there with availableNow and end by themselves.
     """
+    available_now = getattr(lesson_args, "available_now", False)
     if not should_watch(name, folder, lesson_args):
-        yield FileInput(watching=False)
+        yield FileInput(watching=False, available_now=available_now)
         return
     enabled = not getattr(lesson_args, "no_simulator", False)
     with simulator_for_lesson(name, script, args, enabled=enabled) as simulator:
-        yield FileInput(watching=True, simulator=simulator)
+        yield FileInput(watching=True, simulator=simulator, available_now=available_now)
 
 
 def wait_for_port(host: str, port: int, timeout: float, *, stop_if: Callable[[], bool] = lambda: False) -> bool:

@@ -29,6 +29,7 @@ EPOCH = "1970-01-01T00:00:00.000Z"
 
 def progress(batch_id: int, watermark: str, rows: int, *, dropped: int = 0, state: int = 0) -> dict:
     return {"batchId": batch_id, "numInputRows": rows, "eventTime": {"watermark": watermark},
+            "durationMs": {"addBatch": 5, "triggerExecution": 9},
             "stateOperators": [{"numRowsTotal": state, "numRowsDroppedByWatermark": dropped}]}
 
 
@@ -42,7 +43,9 @@ RUN = Run(
     batches=[BatchResult(0, [], EPOCH), BatchResult(1, [window("10:30:00", "10:30:10", 1)], iso_at("10:30:05")),
              BatchResult(2, [window("10:30:10", "10:30:20", 2)], iso_at("10:30:21"))],
     progress=[progress(0, EPOCH, 2, state=2), progress(1, iso_at("10:30:05"), 2, dropped=1, state=2),
-              progress(2, iso_at("10:30:21"), 0, state=1)],
+              progress(2, iso_at("10:30:21"), 0, state=1),
+              # an idle report: the next batch's id, no addBatch, the last batch's state figures
+              {**progress(3, iso_at("10:30:21"), 0, state=1), "durationMs": {"triggerExecution": 1}}],
 )
 
 

@@ -53,6 +53,9 @@ def test_done_follows_the_simulator():
     assert not FileInput(watching=True, simulator=Simulator("x")).done()
 
 
+def test_available_now_reads_what_is_there_even_while_watching():
+    assert FileInput(watching=True, available_now=True).trigger("2 seconds") == {"availableNow": True}
+    assert FileInput(watching=False).trigger("2 seconds") == {"availableNow": True}
 
 def test_wait_for_port_sees_a_server_that_starts_listening_later():
     port = free_port()

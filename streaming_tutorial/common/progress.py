@@ -1,0 +1,37 @@
+"""Reading a query's progress reports (``query.recentProgress``, ``query.lastProgress``).
+
+A query reports progress after every micro-batch it runs, and also while it waits: with no
+new input it reports an idle progress every ``spark.sql.streaming.noDataProgressEventInterval``
+(10 s by default). An idle report carries the batch id of the *next* batch, no ``addBatch``
+time, and the state operators' figures of the last batch again (``numRowsRemoved`` too), so
+counting every report counts batches, and rows removed from state, more than once.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+
+def batches_run(progress: Sequence[dict]) -> list[dict]:
+    """The reports of the micro-batches that ran (with or without new rows), idle reports left out."""
+    return [report for report in progress if "addBatch" in report["durationMs"]]
+
+
+def rows_read(progress: Sequence[dict]) -> int:
+    """The input rows of every micro-batch in ``progress``."""
+    return sum(report["numInputRows"] for report in progress)
+
+
+def read_in_batches(progress: Sequence[dict], unit: str = "rows") -> str:
+    """'read 25 rows in 3 micro-batches': what a query did, for the learner."""
+    batches = batches_run(progress)
+    return f"read {rows_read(batches)} {unit} in {len(batches)} micro-batch{'es' * (len(batches) != 1)}"
+
+
+def state_totals(progress: Sequence[dict]) -> tuple[int, int, int] | None:
+    """(micro-batches run, rows the state store keeps after the last, rows removed over all of
+    them) for a query with one stateful operator; None if no batch ran."""
+    operators = [batch["stateOperators"][0] for batch in batches_run(progress) if batch.get("stateOperators")]
+    if not operators:
+        return None
+    return len(operators), operators[-1]["numRowsTotal"], sum(op["numRowsRemoved"] for op in operators)
