@@ -19,9 +19,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from . import paths
-from .config import SCALA_BINARY
-from . import paths
+from . import class_archive, paths
 from .config import SCALA_BINARY
 from .environment import require_java
 from .errors import CourseError
@@ -118,8 +116,9 @@ def get_spark(
         # Adaptive execution does not apply to streaming plans; off, so Spark does not
         # warn about it on every query.
         .config("spark.sql.adaptive.enabled", "false")
-        .config("spark.driver.extraJavaOptions", " ".join(DRIVER_JAVA_OPTIONS))
     )
+    archive_options, pending_archive = class_archive.java_options()
+    builder = builder.config("spark.driver.extraJavaOptions", " ".join([*DRIVER_JAVA_OPTIONS, *archive_options]))
     packages = []
     if delta:
         packages.append(delta_package())
@@ -148,6 +147,8 @@ def get_spark(
     except Exception as error:  # py4j/JVM start-up failures have no narrower type
         raise CourseError(_startup_advice(error, packages or delta)) from error
     spark.sparkContext.setLogLevel("WARN")
+    if pending_archive is not None:
+        class_archive.record_writer(pending_archive, spark._jvm.java.lang.ProcessHandle.current().pid())
     if packages and not jars:
         remember_jars(packages, spark.sparkContext.getConf().get("spark.jars", ""))
     return spark
