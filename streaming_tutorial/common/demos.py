@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,8 @@ from .microbatch import Run, collect_batches, finish_run, start_collecting, stre
 from .narration import first_line
 
 REFUSAL_TIMEOUT_SECONDS = 120  # a refused query that started must fail within this long
+# How Spark wraps the error of a query that failed while running (StreamingQueryException).
+STREAM_FAILED = re.compile(r"^\[STREAM_FAILED\] Query \[[^\]]*\] terminated with exception: ")
 SCENARIO_DAY = "2025-01-15"  # the day of every hand-made scenario (config.BASE_EVENT_TIME's)
 
 
@@ -56,11 +59,14 @@ def show_refusal(attempt: Callable[[], object], what: str) -> str:
     ``what`` names the attempt for the learner ("Append on an aggregation without a
     watermark"). Most refusals come from ``start()`` (an AnalysisException); some
     only when the query runs: if ``attempt`` returns a started query, its failure is
-    awaited and shown. Spark accepting the attempt is a bug in the lesson: CourseError.
+    awaited and shown ("starts, then fails"). Spark accepting the attempt is a bug in the
+    lesson: CourseError.
     """
+    started = False
     try:
         query = attempt()
         if query is not None and hasattr(query, "awaitTermination"):
+            started = True
             try:
                 query.awaitTermination(REFUSAL_TIMEOUT_SECONDS)
             finally:
@@ -69,6 +75,12 @@ def show_refusal(attempt: Callable[[], object], what: str) -> str:
             if query.exception() is not None:
                 raise query.exception()
     except Exception as error:  # AnalysisException at start(), StreamingQueryException when it runs
+        if started:
+            # start() accepted it; the query died afterwards, and only query.exception() (or
+            # awaitTermination) tells. Show Spark's reason, not the "[STREAM_FAILED] Query [id ...]" wrapper.
+            message = first_line(STREAM_FAILED.sub("", str(error).strip(), count=1))
+            print(f"{what} starts, then fails (query.exception()):\n  {message}", flush=True)
+            return str(error)
         message = first_line(error)
         print(f"{what} fails:\n  {message}", flush=True)
         return str(error)

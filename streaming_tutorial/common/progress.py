@@ -9,7 +9,10 @@ counting every report counts batches, and rows removed from state, more than onc
 
 from __future__ import annotations
 
+import statistics
 from typing import Sequence
+
+from .timestamps import parse_iso
 
 
 def batches_run(progress: Sequence[dict]) -> list[dict]:
@@ -35,3 +38,20 @@ def state_totals(progress: Sequence[dict]) -> tuple[int, int, int] | None:
     if not operators:
         return None
     return len(operators), operators[-1]["numRowsTotal"], sum(op["numRowsRemoved"] for op in operators)
+
+
+def seconds_between_batches(progress: Sequence[dict]) -> float | None:
+    """The median time from the start of one micro-batch that ran to the start of the next (each
+    report's ``timestamp``): a query's first batch, slow on a cold JVM, does not skew it. None
+    with fewer than two batches."""
+    starts = [parse_iso(report["timestamp"]).timestamp() for report in batches_run(progress)]
+    return statistics.median(b - a for a, b in zip(starts, starts[1:])) if len(starts) > 1 else None
+
+
+def describe_batches(progress: Sequence[dict]) -> tuple[int, str, str]:
+    """(micro-batches that ran, their input rows as '10+10+5', median seconds from one start to
+    the next as '2.0 s' or '-'): what a trigger did, as cells of a table."""
+    batches = batches_run(progress)
+    every = seconds_between_batches(batches)
+    return (len(batches), "+".join(str(batch["numInputRows"]) for batch in batches) or "-",
+            f"{every:.1f} s" if every is not None else "-")

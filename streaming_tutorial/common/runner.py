@@ -204,12 +204,60 @@ def stop_between_batches(query, wait: float = STOP_WAIT_SECONDS) -> None:
     Stopping mid-batch cancels its Spark jobs; with a Python foreachBatch sink Spark then
     prints a StackOverflowError with a thousand-line trace while it inspects the
     cancelled job's error. Waiting (at most ``wait`` seconds) for the commit loses nothing.
+    A real-time query is always in a batch: it stops as soon as one ends (``stop_real_time``).
     """
+    if is_real_time(query):
+        stop_real_time(query, wait)
+        return
     deadline = time.monotonic() + wait
     while query.isActive and query.status["isTriggerActive"] and time.monotonic() < deadline:
         time.sleep(0.1)
     if query.isActive:
         query.stop()
+
+
+def is_real_time(query) -> bool:
+    """True for a query started with ``trigger(realTime=...)`` (Spark 4.1+)."""
+    try:
+        trigger = query._jsq.streamingQuery().trigger()  # the JVM query's Trigger; no Python API says it
+    except Exception:  # Spark Connect, or a query object without a JVM side
+        return False
+    return trigger.getClass().getSimpleName() == "RealTimeTrigger"
+
+
+def stop_real_time(query, wait: float = STOP_WAIT_SECONDS) -> None:
+    """Stop a real-time query right after one of its batches ends (at most ``wait`` seconds).
+
+    Its tasks run for the whole batch duration, so "between batches" is the moment a batch
+    has committed and the next is being planned. Stopping inside a batch kills the running
+    tasks: nothing is lost (the batch is not committed and runs again after a restart), but
+    Spark logs the aborted write on stderr as errors.
+    """
+    last = query.lastProgress
+    seen = last["batchId"] if last else None
+    deadline = time.monotonic() + wait
+    while query.isActive and time.monotonic() < deadline:
+        last = query.lastProgress
+        if last is not None and last["batchId"] != seen:
+            break
+        time.sleep(0.02)
+    if query.isActive:
+        query.stop()
+
+
+def drain(queries: Sequence, timeout: float = AVAILABLE_NOW_TIMEOUT) -> None:
+    """Let every query process all the input there is now, then stop it between batches.
+
+    For a finite input with a trigger that never ends by itself (the default, processingTime):
+    the counterpart of ``finish``. Raises a query's failure; TimeoutError after ``timeout`` s.
+    """
+    drainer = drain_in_background([query for query in queries if query.isActive])
+    drainer.join(timeout)
+    for query in queries:
+        stop_between_batches(query)
+    raise_failure(queries)
+    if drainer.is_alive():
+        raise TimeoutError(f"the queries did not process their input within {timeout} s")
 
 
 # Java exceptions that mean "this thread was interrupted": what a stopped query's jobs raise.

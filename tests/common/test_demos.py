@@ -19,6 +19,19 @@ def test_show_refusal_prints_sparks_first_line_and_returns_the_message(spark, tm
     assert "STREAMING_OUTPUT_MODE" in message
 
 
+def test_show_refusal_shows_sparks_reason_when_a_started_query_dies(spark, capsys):
+    numbers = spark.readStream.format("rate").load()
+
+    # Real-time mode takes Kafka only: start() accepts the rate source, the query dies at once.
+    message = show_refusal(lambda: numbers.writeStream.format("console").outputMode("update")
+                           .trigger(realTime="5 seconds").start(), "Real-time mode on the rate source")
+
+    out = capsys.readouterr().out
+    assert out.startswith("Real-time mode on the rate source starts, then fails (query.exception()):\n"
+                          "  [STREAMING_REAL_TIME_MODE.INPUT_STREAM_NOT_SUPPORTED]")  # not "[STREAM_FAILED] Query [id"
+    assert message.startswith("[STREAM_FAILED]")
+
+
 def test_show_refusal_says_when_spark_accepts_the_attempt(spark, tmp_path):
     (tmp_path / "in").mkdir()
     files = spark.readStream.schema("n INT").json(str(tmp_path / "in"))

@@ -47,3 +47,17 @@ def test_spark_idle_reports_look_as_batches_run_expects(spark, tmp_path):
     assert [r["batchId"] for r in ran] == [0] and rows_read(ran) == 3
     assert idle and {r["batchId"] for r in idle} == {1}
     assert {r["stateOperators"][0]["numRowsTotal"] for r in idle} == {2}
+
+
+def started(batch_id: int, rows: int, second: float) -> dict:
+    return {**report(batch_id, rows), "timestamp": f"2025-01-15T10:30:{second:06.3f}Z"}
+
+
+def test_seconds_between_batches_is_the_median_gap_so_a_cold_first_batch_does_not_count():
+    from common.progress import describe_batches, seconds_between_batches
+
+    cold = [started(0, 10, 0), started(1, 10, 5.0), started(2, 10, 5.25), started(3, 5, 5.5)]
+    assert seconds_between_batches(cold) == 0.25
+    assert describe_batches(cold) == (4, "10+10+10+5", "0.2 s")
+    assert seconds_between_batches([started(0, 40, 1)]) is None
+    assert describe_batches([]) == (0, "-", "-")

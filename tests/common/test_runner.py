@@ -9,7 +9,8 @@ import pytest
 from pyspark.errors import StreamingQueryException
 
 from common.files import json_lines, write_atomically
-from common.runner import first_batch_running, foreach_batch, pick_trigger, run_queries
+from common.runner import (drain, first_batch_running, foreach_batch, is_real_time, pick_trigger, run_queries,
+                           stop_real_time)
 
 
 def memory_query(spark, folder, name, checkpoint, **trigger):
@@ -50,6 +51,40 @@ def test_available_now_runs_to_the_end_whatever_the_duration(spark, tmp_path):
 
     assert sorted(row.n for row in spark.table("backfill").collect()) == [0, 1, 2, 3]
     assert len([p for p in query.recentProgress if p["numInputRows"]]) == 4  # one file per batch
+
+
+def test_drain_processes_what_is_there_then_stops_the_query(spark, tmp_path):
+    write_files(tmp_path / "in", 3)
+    query = memory_query(spark, tmp_path / "in", "drained_all", tmp_path / "cp")
+
+    drain([query])
+
+    assert not query.isActive
+    assert sorted(row.n for row in spark.table("drained_all").collect()) == [0, 1, 2]
+    assert not is_real_time(query)
+
+
+class RealTimeQuery:
+    """A stand-in for a real-time query: always in a batch; batch 4 ends after a few looks."""
+
+    def __init__(self):
+        self.looks, self.isActive = 0, True
+
+    @property
+    def lastProgress(self):
+        self.looks += 1
+        return {"batchId": 3 if self.looks < 4 else 4}
+
+    def stop(self):
+        self.stopped_at_look, self.isActive = self.looks, False
+
+
+def test_a_real_time_query_stops_as_soon_as_a_batch_ends():
+    query = RealTimeQuery()
+
+    stop_real_time(query, wait=30)
+
+    assert query.stopped_at_look == 4  # the first look that saw batch 4's report
 
 
 def test_the_duration_stops_an_endless_query_between_batches(spark):

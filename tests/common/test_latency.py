@@ -1,0 +1,63 @@
+"""common.latency: percentiles, and results stamped by the broker (the test run's own Kafka)."""
+
+from __future__ import annotations
+
+import pytest
+
+from common import latency
+from common.kafka import consume_all, ensure_topics
+from common.errors import CourseError
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
+]
+
+
+def test_percentile_is_the_nearest_rank():
+    values = [7, 1, 3, 9, 5, 2, 8, 4, 6, 10]
+    assert [latency.percentile(values, q) for q in (10, 50, 90, 100)] == [1, 5, 9, 10]
+    assert latency.percentile([42], 90) == 42
+    with pytest.raises(ValueError):
+        latency.percentile([], 50)
+
+
+def test_summary_rows_give_p50_and_p90_per_label():
+    assert latency.summary_rows({"fast": [1, 2, 3, 4], "slow": [100.4]}) == [
+        ("fast", 4, "2 ms", "4 ms"), ("slow", 1, "100 ms", "100 ms")]
+
+
+def test_wait_until_names_what_did_not_happen():
+    with pytest.raises(TimeoutError, match="the answer did not happen within 0 s"):
+        latency.wait_until(lambda: False, 0.01, "the answer")
+
+
+@pytest.mark.kafka
+def test_sent_messages_carry_their_time_and_stamped_topics_give_the_broker_time(kafka_bootstrap, topic):
+    source, stamped = topic("timed"), topic("stamped")
+    ensure_topics(kafka_bootstrap, [source], partitions=1)
+    latency.create_stamped_topics(kafka_bootstrap, [stamped])
+
+    sent = latency.send_timed(kafka_bootstrap, source, [{"id": 1}, {"id": 2}])
+    # A result written by hand, as a query would: it carries sent_ms; the broker stamps it.
+    latency.send_timed(kafka_bootstrap, stamped, [{"id": 1}])
+
+    assert [record["id"] for record in sent] == [1, 2] and all(record["sent_ms"] > 0 for record in sent)
+    [(value, measured)] = latency.stamped_results(kafka_bootstrap, stamped)
+    [record] = consume_all(kafka_bootstrap, stamped)
+    assert record.timestamp_type == latency.LOG_APPEND_TIME
+    assert value["id"] == 1 and measured == record.timestamp - value["sent_ms"]
+    assert latency.record_count(kafka_bootstrap, stamped) == 1
+    with pytest.raises(CourseError, match="create it with create_stamped_topics"):
+        latency.stamped_results(kafka_bootstrap, source)  # producer timestamps: refused
+
+
+@pytest.mark.kafka
+def test_fresh_stamped_topics_start_empty(kafka_bootstrap, topic):
+    stamped = topic("fresh")
+    latency.create_stamped_topics(kafka_bootstrap, [stamped])
+    latency.send_timed(kafka_bootstrap, stamped, [{"id": 1}])
+
+    latency.create_stamped_topics(kafka_bootstrap, [stamped], fresh=True)
+
+    assert latency.record_count(kafka_bootstrap, stamped) == 0
