@@ -218,14 +218,39 @@ def kafka_report_header() -> str:
     return "kafka: the tests start a broker of their own (free ports, data in the run's temporary folder)"
 
 
-# --- Two workers ----------------------------------------------------------------------------------
+# --- Two workers, one Spark session ----------------------------------------------------------------
 #
-# pytest.ini runs the suite on two pytest-xdist workers: a lesson run as a subprocess waits on
-# triggers and simulators much of its time, so two streams of tests overlap well on two cores.
-# Each worker that runs an in-process Spark test starts its own session (and its own test broker
-# for a Kafka test). Grouping all of them onto one worker with xdist_group does not work with
-# pytest 9.2 and pytest-xdist 3.8: xdist writes the group into Item._nodeid, which pytest 9.2 no
-# longer reads, so --dist loadgroup never groups.
+# pytest.ini runs the suite on two pytest-xdist workers with --dist loadgroup. Every test that
+# uses the in-process Spark session or the test broker is put in one group, so one worker
+# holds the run's only SparkSession and broker; the other runs the lessons as subprocesses (the
+# smoke runs), the simulators and the pure-Python tests meanwhile. A learner's lesson waits on
+# triggers and simulators much of its time, so the two overlap well on two cores.
+# The grouping needs pytest < 9.2 (see requirements.txt); the controller checks that it held.
+JVM_FIXTURES = {"spark", "kafka_bootstrap", "kafka_test_broker", "topic"}
+JVM_GROUP = "jvm"
+jvm_test_workers: set[str] = set()  # on the controller: the workers that ran a test of the group
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the group into the node id
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if JVM_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group(JVM_GROUP))
+
+
+def pytest_runtest_logreport(report):
+    node = getattr(report, "node", None)  # set on the controller, for a report from a worker
+    if node is not None and report.when == "call" and report.nodeid.endswith(f"@{JVM_GROUP}"):
+        jvm_test_workers.add(node.workerinput["workerid"])
+
+
+def grouping_problem(config) -> str | None:
+    """Why the one-session grouping did not hold in this run, or None."""
+    if getattr(config.option, "dist", "no") != "loadgroup" or len(jvm_test_workers) <= 1:
+        return None
+    return (f"the Spark and Kafka tests ran on {len(jvm_test_workers)} workers ({', '.join(sorted(jvm_test_workers))}), "
+            "each with its own session: xdist_group did not group them. Check the pytest and "
+            "pytest-xdist versions against requirements.txt.")
 
 
 def pytest_report_header(config):
@@ -244,6 +269,7 @@ LEARNER_FOLDERS = ("data", "checkpoints", "output", ".runtime")
 LEARNER_ROOT = Path(os.environ.get("STREAMING_COURSE_TESTS_LEARNER_ROOT") or ROOT)
 LEARNER_SNAPSHOT = pytest.StashKey[dict]()
 LEARNER_CHANGES = pytest.StashKey[list]()
+GROUPING_PROBLEM = pytest.StashKey[str]()
 KAFKA_TEST_BROKER_STARTED: dict[str, float] = {}
 
 
@@ -320,7 +346,12 @@ def pytest_sessionstart(session):
 
 @pytest.hookimpl(trylast=True)  # after pytest's own teardown of what is left (e.g. after -x or Ctrl-C)
 def pytest_sessionfinish(session, exitstatus):
-    """Runs after every test and every fixture's teardown: compare the learner's files."""
+    """Runs after every test and every fixture's teardown: compare the learner's files, and
+    check that the Spark tests shared one session."""
+    if not hasattr(session.config, "workerinput") and grouping_problem(session.config):
+        session.config.stash[GROUPING_PROBLEM] = grouping_problem(session.config)
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
     before = session.config.stash.get(LEARNER_SNAPSHOT, None)
     if before is None:
         return
@@ -334,6 +365,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if "seconds" in KAFKA_TEST_BROKER_STARTED:
         terminalreporter.write_line(
             f"kafka: the test run's own broker started in {KAFKA_TEST_BROKER_STARTED['seconds']:.1f} s")
+    if config.stash.get(GROUPING_PROBLEM, None):
+        terminalreporter.section("FAILED: the tests did not share one Spark session", sep="!", red=True, bold=True)
+        terminalreporter.write_line(config.stash[GROUPING_PROBLEM], red=True)
     changes = config.stash.get(LEARNER_CHANGES, [])
     if changes:
         terminalreporter.section("FAILED: the test run changed the learner's files", sep="!", red=True, bold=True)
