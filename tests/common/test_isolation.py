@@ -96,3 +96,13 @@ def test_a_run_that_changes_the_learners_files_fails_and_names_them(tmp_path):
     assert "  added    data/left-by-a-test.txt\n" in result.stdout
     assert "  changed  data\n" in result.stdout
     assert (learner / "data" / "left-by-a-test.txt").read_text() == "oops"
+
+
+def test_the_run_fails_when_the_spark_tests_did_not_share_one_worker(monkeypatch):
+    import conftest
+
+    config = type("Config", (), {"option": type("Option", (), {"dist": "loadgroup"})()})()
+    monkeypatch.setattr(conftest, "jvm_test_workers", {"gw0"})
+    assert conftest.grouping_problem(config) is None
+    monkeypatch.setattr(conftest, "jvm_test_workers", {"gw0", "gw1"})
+    assert "ran on 2 workers (gw0, gw1)" in conftest.grouping_problem(config)
