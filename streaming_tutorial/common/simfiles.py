@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from pathlib import Path
 from typing import Iterable, NamedTuple, Sequence
 
 from . import paths
 from .files import write_atomically
-from .simulators import run_simulator
+from .simulators import pause, run_simulator
 
 MTIME_STEP_NS = 1_000_000  # the file source compares modification times in milliseconds
 FILES_COMPLETE = "every file written so far is complete."
@@ -47,7 +46,7 @@ def write_files_paced(folder: Path, batches: Iterable[Sequence[SimFile]], interv
     last_mtime = 0
     for number, batch in enumerate(batches):
         if number and interval:
-            time.sleep(interval)
+            pause(interval)  # a Ctrl-C or a lesson's SIGTERM ends it at once
         for file in batch:
             target = folder / file.name
             write_atomically(target.parent, target.name, file.text)

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import atexit
 import os
+import select
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -89,6 +91,29 @@ def announce_running(name: str) -> Iterator[None]:
         yield
     finally:
         remove()
+
+
+def pause(seconds: float) -> bool:
+    """Wait ``seconds``, cut short by any signal; True if a signal cut it short.
+
+    ``time.sleep`` can miss a signal: Python's handler only notes it, and one that lands just
+    before the sleep's system call begins leaves the whole sleep to run (a simulator asked to
+    stop during a 60 s pause then stops a minute late). Here the signal also writes a byte
+    to a pipe (``signal.set_wakeup_fd``), which the wait sees however early it came.
+    """
+    if threading.current_thread() is not threading.main_thread():  # only the main thread gets signals
+        time.sleep(seconds)
+        return False
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    previous = signal.set_wakeup_fd(write_end)
+    try:
+        readable, _, _ = select.select([read_end], [], [], seconds)
+    finally:
+        signal.set_wakeup_fd(previous)
+        os.close(read_end)
+        os.close(write_end)
+    return bool(readable)
 
 
 def run_simulator(name: str, work: Callable[[], object], *, stopped: str) -> int:

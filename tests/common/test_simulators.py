@@ -3,6 +3,8 @@ a server simulator is listening before the lesson connects, or the lesson says w
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import threading
 from argparse import Namespace
@@ -109,3 +111,32 @@ def test_a_server_that_stops_at_once_is_reported_with_its_log(monkeypatch, tmp_p
 
     assert "The test-server server stopped at once (exit code 1)" in str(advice.value)
     assert f"Cannot read --file {missing}" in str(advice.value)
+
+
+def test_pause_sees_a_signal_that_lands_just_before_the_wait(monkeypatch):
+    """The race time.sleep loses: the signal arrives after Python's last look at its handlers
+    and before the wait begins. Here it is sent from inside the call that starts the wait."""
+    import select
+
+    from common import simulators
+
+    received = []
+    previous = signal.signal(signal.SIGUSR1, lambda *_: received.append("SIGUSR1"))
+    real_select = select.select
+
+    def signal_then_select(*args):
+        os.kill(os.getpid(), signal.SIGUSR1)  # delivered before kill() returns
+        return real_select(*args)
+
+    monkeypatch.setattr(select, "select", signal_then_select)
+    try:
+        assert simulators.pause(30) is True  # cut short by the byte the signal wrote, not after 30 s
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert received == ["SIGUSR1"]  # and Python's own handler still ran
+
+
+def test_pause_without_a_signal_waits_it_out():
+    from common import simulators
+
+    assert simulators.pause(0.01) is False
