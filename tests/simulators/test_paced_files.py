@@ -134,14 +134,14 @@ def test_it_pauses_between_batches_only_and_reads_the_batches_lazily(tmp_path, m
     def sleep(seconds):
         events.append(f"sleep {seconds:g} with {len(list(folder.iterdir()))} files")
 
-    monkeypatch.setattr(simfiles.time, "sleep", sleep)
+    monkeypatch.setattr(simfiles, "pause", sleep)
     write_files_paced(folder, batches(), interval=2.5)
 
     assert events == ["make 0", "make 1", "sleep 2.5 with 2 files", "make 2", "sleep 2.5 with 4 files"]
 
 
 def test_interval_zero_never_sleeps(tmp_path, monkeypatch):
-    monkeypatch.setattr(simfiles.time, "sleep", lambda seconds: pytest.fail(f"slept {seconds}"))
+    monkeypatch.setattr(simfiles, "pause", lambda seconds: pytest.fail(f"paused {seconds}"))
 
     assert len(write_files_paced(tmp_path, [[SimFile(f"{n}.json", "{}\n")] for n in range(3)], interval=0)) == 3
 
