@@ -192,7 +192,7 @@ def write_inputs(bootstrap: str) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     args = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, simulator=False).parse_args(argv)
-    checkpoints = checkpoint_root(LESSON, args)
+    checkpoints = checkpoint_root(LESSON, args) / "this-run"  # only this folder is ever deleted
     # Scratch checkpoints, deleted on every run: each trigger must start from the same message.
     paths.remove_tree(checkpoints, allow_outside=True)
     with kafka_for_lesson() as bootstrap, explain_failures():

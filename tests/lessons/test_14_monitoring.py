@@ -184,9 +184,10 @@ def test_lesson_14_shows_every_view_of_its_query(kafka_bootstrap, course_home):
     out = result.stdout
     assert re.search(r"Structured Streaming tab: http://127\.0\.0\.1:\d+/StreamingQuery/", out)
     assert "[listener] onQueryStarted: sensor_stats" in out
+    # How many of the 30 readings the 12 s reach, and whether an idle report comes before the end,
+    # depends on the machine's pace: the exact rows and onQueryIdle are the in-process tests' job.
     batches = re.findall(r"^  sensor_stats +(\d+) +(\d+) ", out, re.M)
-    assert batches and batches[0][0] == "0" and sum(int(rows) for _, rows in batches) == 30, out[:3000]
-    assert "[listener] onQueryIdle: sensor_stats found no new data" in out
+    assert batches and batches[0][0] == "0" and 0 < sum(int(rows) for _, rows in batches) <= 30, out[:3000]
     assert "lastProgress: batch " in out and "observedMetrics {'input': Row(messages=" in out
     assert "awaitTermination raised StreamingQueryException: [STREAM_FAILED]" in out
     assert "errorClassOnException MALFORMED_RECORD_IN_PARSING.WITHOUT_SUGGESTION" in out
