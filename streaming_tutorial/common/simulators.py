@@ -124,6 +124,10 @@ def run_simulator(name: str, work: Callable[[], object], *, stopped: str) -> int
     line that ends in ``stopped`` (what the learner keeps, e.g. "every file written so
     far is complete.") instead of a traceback.
     """
+    # A process inherits blocked and ignored signals from the one that started it; a simulator
+    # must stop on Ctrl-C and SIGTERM whatever started it.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         with announce_running(name):

@@ -129,7 +129,13 @@ def test_simulators_stop_cleanly_and_remove_their_pid_file(name, stop, expected_
     assert [path.read_text() for path in pid_files] == [str(process.pid)]
 
     process.send_signal(stop)  # Ctrl-C in its terminal, or a lesson stopping the simulator it started
-    stdout, stderr = process.communicate(timeout=60)
+    try:
+        stdout, stderr = process.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        status = Path(f"/proc/{process.pid}/status")
+        signals = [line for line in status.read_text().splitlines() if line.startswith("Sig")] if status.exists() else []
+        process.kill()
+        pytest.fail(f"the simulator did not stop within 60 s of {stop.name}; its signal state: {signals}")
 
     assert process.returncode == expected_code
     assert "Traceback" not in stderr
@@ -211,3 +217,28 @@ def test_malformed_lines_are_corrupt_records_for_spark(spark, course_home):
     assert corrupt.count() == 6  # lines 3, 6 and 9 of each file
     assert df.filter(F.col("_corrupt_record").isNull() & F.col("transaction_id").isNotNull()).count() == 14
     df.unpersist()
+
+
+@pytest.mark.smoke
+def test_a_simulator_stops_on_ctrl_c_even_if_it_was_started_with_signals_blocked(course_home):
+    """Blocked and ignored signals are inherited from whatever starts a process."""
+    simulator = SIMULATORS["transactions"]
+    env = {**os.environ, "STREAMING_COURSE_HOME": str(course_home), "PYTHONUNBUFFERED": "1"}
+
+    def blocked():
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    process = subprocess.Popen([sys.executable, str(ROOT / simulator.script), *simulator.small_run,
+                                "--interval", "60", "--base-time", BASE],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=blocked)
+    for line in process.stdout:
+        if line.startswith("wrote "):
+            break
+    process.send_signal(signal.SIGINT)
+    try:
+        process.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        pytest.fail("the simulator ignored Ctrl-C")
+    assert process.returncode == 130
