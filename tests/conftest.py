@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import socket
 import stat
@@ -58,13 +57,9 @@ def sensor_reading(reading_id: int, sensor: str, time_of_day: str, temperature: 
 
 def load_lesson(stem: str):
     """Import a numbered lesson (e.g. '06_windowing') as a module; its main() does not run."""
-    name = f"lesson_{stem}"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "streaming_tutorial" / f"{stem}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    from common.paths import import_lesson
+
+    return import_lesson(stem)
 
 
 @pytest.fixture(scope="session")

@@ -141,10 +141,12 @@ def list_topics(bootstrap: str, *, internal: bool = False) -> list[str]:
     return sorted(name for name in names if internal or not name.startswith("__"))
 
 
-def ensure_topics(bootstrap: str, topics: Iterable[str], partitions: int = 1) -> None:
-    """Create the topics that do not exist yet (idempotent); wait until each has a leader.
+def ensure_topics(bootstrap: str, topics: Iterable[str], partitions: int = 1,
+                  configs: dict[str, str] | None = None) -> None:
+    """Create the topics that do not exist yet (idempotent), with the topic ``configs`` given;
+    wait until each has a leader.
 
-    Existing topics are left as they are, whatever their partition count.
+    Existing topics are left as they are, whatever their partition count or configs.
     """
     from kafka.errors import TopicAlreadyExistsError
 
@@ -155,7 +157,8 @@ def ensure_topics(bootstrap: str, topics: Iterable[str], partitions: int = 1) ->
         if missing:
             # replication_factor -1 = the broker's default: 1 on the course's broker, the
             # cluster's own choice elsewhere.
-            request = {name: {"num_partitions": partitions, "replication_factor": -1} for name in missing}
+            request = {name: {"num_partitions": partitions, "replication_factor": -1, "configs": configs or {}}
+                       for name in missing}
             try:
                 admin.create_topics(request, timeout_ms=30000)
             except TopicAlreadyExistsError:
@@ -177,8 +180,9 @@ def delete_topics(bootstrap: str, topics: Iterable[str]) -> None:
         admin.close()
 
 
-def recreate_topics(bootstrap: str, topics: Iterable[str], partitions: int = 1, timeout: float = 60.0) -> None:
-    """Delete the topics and create them empty again (a lesson's --reset)."""
+def recreate_topics(bootstrap: str, topics: Iterable[str], partitions: int = 1, timeout: float = 60.0,
+                    configs: dict[str, str] | None = None) -> None:
+    """Delete the topics and create them empty again (a lesson's --reset), with ``configs``."""
     wanted = list(dict.fromkeys(topics))
     delete_topics(bootstrap, wanted)
     # Deletion finishes in the background; creating a topic that is still being deleted fails.
@@ -187,7 +191,7 @@ def recreate_topics(bootstrap: str, topics: Iterable[str], partitions: int = 1, 
         if time.monotonic() > deadline:
             raise CourseError(f"Kafka did not finish deleting {', '.join(wanted)} within {timeout:.0f} s; try again.")
         time.sleep(0.2)
-    ensure_topics(bootstrap, wanted, partitions=partitions)
+    ensure_topics(bootstrap, wanted, partitions=partitions, configs=configs)
 
 
 def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:

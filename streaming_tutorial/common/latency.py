@@ -5,7 +5,7 @@ How lesson 13 measures Kafka -> Spark -> Kafka::
     create_stamped_topics(bootstrap, ["out-realtime", "out-microbatch"])   # the broker stamps each result
     latencies = measure_latency(bootstrap, "in", {"real-time": "out-realtime", ...},
                                 [{"id": n, "word": "spark"} for n in range(100)], rate=20,
-                                warm_up=lambda n: {"id": -n, "word": "spark"})
+                                warm_up_record=lambda n: {"id": -n, "word": "spark"})
     p50, p90 = percentile(latencies["real-time"], 50), percentile(latencies["real-time"], 90)
 
 Each message carries the moment it was sent (``sent_ms``, epoch milliseconds), and the
@@ -23,12 +23,13 @@ import time
 from typing import Callable, Mapping, Sequence
 
 from .errors import CourseError
-from .kafka import admin_client, consume_all, delete_topics, end_offsets, list_topics
+from .kafka import consume_all, end_offsets, ensure_topics, recreate_topics
 
 SENT_FIELD = "sent_ms"  # when a message was sent, in epoch milliseconds; results must carry it
 LOG_APPEND_TIME = 1  # a record's timestamp_type when the broker stamped it
 WARM_UP_EVERY_SECONDS = 0.5  # the pace of warm-up messages
 POLL_SECONDS = 0.2
+BROKER_STAMPED = {"message.timestamp.type": "LogAppendTime"}  # a record's timestamp: when the broker wrote it
 
 
 def create_stamped_topics(bootstrap: str, topics: Sequence[str], partitions: int = 1, *,
@@ -37,25 +38,10 @@ def create_stamped_topics(bootstrap: str, topics: Sequence[str], partitions: int
 
     ``fresh``: delete them first, so they start empty.
     """
-    from kafka.errors import TopicAlreadyExistsError
-
     if fresh:
-        delete_topics(bootstrap, topics)
-        # Deletion finishes in the background; creating a topic still being deleted fails.
-        wait_until(lambda: not set(topics) & set(list_topics(bootstrap)), timeout, f"deleting {', '.join(topics)}")
-    admin = admin_client(bootstrap)
-    try:
-        missing = [name for name in topics if name not in set(admin.list_topics())]
-        request = {name: {"num_partitions": partitions, "replication_factor": -1,
-                          "configs": {"message.timestamp.type": "LogAppendTime"}} for name in missing}
-        if request:
-            try:
-                admin.create_topics(request, timeout_ms=30000)
-            except TopicAlreadyExistsError:
-                pass
-        admin.wait_for_topics(list(topics), timeout_ms=30000)
-    finally:
-        admin.close()
+        recreate_topics(bootstrap, topics, partitions, timeout, configs=BROKER_STAMPED)
+    else:
+        ensure_topics(bootstrap, topics, partitions, configs=BROKER_STAMPED)
 
 
 def send_timed(bootstrap: str, topic: str, records: Sequence[dict], *, rate: float = 0.0) -> list[dict]:

@@ -8,8 +8,10 @@ else. Generated folders (data, checkpoints, output, .runtime) live under
 learner's own data untouched).
 """
 
+import importlib.util
 import os
 import shutil
+import sys
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -65,6 +67,18 @@ def remove_tree(path: Path, *, allow_outside: bool = False) -> None:
     if COURSE_HOME not in path.parents and not allow_outside:
         raise ValueError(f"refusing to delete {path}: it is outside {COURSE_HOME}")
     shutil.rmtree(path, ignore_errors=True)
+
+
+def import_lesson(stem: str):
+    """A numbered lesson as a module ('07_watermarking' is no module name), to reuse its build_
+    functions; its main() does not run."""
+    name = f"lesson_{stem}"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, LESSONS_DIR / f"{stem}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
 
 
 def display(path: Path) -> str:

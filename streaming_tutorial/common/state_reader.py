@@ -12,7 +12,7 @@ lesson 15). What is here only shows what they return, and sets up what they need
 - ``print_states``: several of those, by title;
 - ``print_changes``: a change feed, per micro-batch, which keys were updated or deleted;
 - ``state_files``: which files each state partition's folder holds (how a provider writes);
-- ``import_lesson``: another lesson's module, to build what its state holds;
+- ``paths.import_lesson``: another lesson's module, to build what its state holds;
 - ``run_scenario``: a query over a small finite input, for the checkpoint it leaves;
 - ``other_lessons_checkpoints``: what lessons 07 and 09 leave, on a few of their events;
 - ``count_events``: a small transformWithState query, whose state schema a restart changes;
@@ -22,9 +22,7 @@ lesson 15). What is here only shows what they return, and sets up what they need
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -35,6 +33,7 @@ from .demos import Output, replay_streams
 from .files import json_lines, write_atomically
 from .microbatch import collect_batches, finish_run, start_collecting, stream_batches, write_batches
 from .narration import print_table
+from .runner import finish
 from .schemas import CLICK_SCHEMA, IMPRESSION_SCHEMA, SENSOR_SCHEMA
 
 PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
@@ -156,18 +155,6 @@ def state_files(checkpoint: Path, operator: int = 0, partition: int = 0) -> list
     return sorted(names, key=order)
 
 
-def import_lesson(stem: str):
-    """A numbered lesson as a module ('07_watermarking' is no module name), to reuse its build_
-    functions; its main() does not run."""
-    name = f"lesson_{stem}"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, paths.LESSONS_DIR / f"{stem}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
 def run_scenario(spark, inputs: dict[str, tuple[Sequence[Sequence[dict]], object]], build: Callable,
                  workdir: Path, *, output_mode: str = "append") -> Path:
     """Run ``build(*streams)`` over a finite scenario (``demos.replay_streams``' inputs: name ->
@@ -179,7 +166,7 @@ def run_scenario(spark, inputs: dict[str, tuple[Sequence[Sequence[dict]], object
 def other_lessons_checkpoints(spark, workdir: Path) -> dict[str, Path]:
     """Lesson 07's windowed count and lesson 09's stream-stream join (their own build_ functions),
     each run afresh on the first two micro-batches of its lesson's scenario: {'07'|'09': checkpoint}."""
-    l07, l09 = import_lesson("07_watermarking"), import_lesson("09_stream_joins")
+    l07, l09 = paths.import_lesson("07_watermarking"), paths.import_lesson("09_stream_joins")
     readings = {"readings": (l07.to_readings(l07.SCENARIO[:2]), SENSOR_SCHEMA)}
     ads = {"impressions": (l09.IMPRESSIONS[:2], IMPRESSION_SCHEMA), "clicks": (l09.CLICKS[:2], CLICK_SCHEMA)}
     return {"07": run_scenario(spark, readings, l07.build_window_counts, workdir / "07"),
@@ -210,11 +197,7 @@ def count_events(state_schema: str) -> Callable:
 def rows_of(query, run) -> list:
     """Every row a query started by ``start_restarted`` (or ``microbatch.start_collecting`` with
     availableNow) outputs, once it has ended by itself; its failure is raised."""
-    if not query.awaitTermination(AVAILABLE_NOW_TIMEOUT):
-        query.stop()
-        raise TimeoutError(f"the query did not finish its input within {AVAILABLE_NOW_TIMEOUT} s")
-    if query.exception() is not None:
-        raise query.exception()
+    finish([query], AVAILABLE_NOW_TIMEOUT)
     return finish_run(query, run).rows()
 
 
