@@ -1,4 +1,4 @@
-"""Checks of the machine: Python, Java and pyspark, each with advice on failure.
+"""Checks of the machine: Python, Java, pyspark and writable folders, each with advice on failure.
 
 Standard library only, so ``course.py`` and ``initial_setup.py`` can run these
 checks before pyspark is installed.
@@ -6,6 +6,7 @@ checks before pyspark is installed.
 
 from __future__ import annotations
 
+import errno
 import importlib.metadata
 import os
 import re
@@ -15,7 +16,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import CourseError
+from .errors import OTHER_FOLDER, CourseError
 
 MIN_PYTHON = (3, 11)
 MIN_JAVA = 17
@@ -168,3 +169,52 @@ def require_java() -> None:
     check = check_java()
     if not check.ok:
         raise CourseError(check.detail)
+
+
+# Below this much free space a lesson does not start: each micro-batch writes a few small files
+# to its checkpoint, and Spark's shuffle and output files need more; a full disk stops the query.
+MIN_FREE_BYTES = 16 * 1024 * 1024
+
+
+def folder_problem(folder: Path, what: str) -> str | None:
+    """Why Spark could not write into ``folder`` (created on demand), as advice; None when it can.
+
+    Checked without writing anything: the nearest folder on the path that exists must be a
+    folder, writable by this user (``os.access``, which also reports a read-only file system
+    and honours root's rights), on a disk with at least ``MIN_FREE_BYTES`` free.
+    """
+    existing = Path(folder).absolute()
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    where = f"{what} {folder}"
+    if not existing.is_dir():
+        return (f"The {where} cannot be created: {existing} is a file, not a folder. Move that file away, or "
+                f"{OTHER_FOLDER}.")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        if _read_only(existing):
+            return (f"The {where} is on a read-only file system ({existing} is mounted read-only). Remount it "
+                    f"read-write, or {OTHER_FOLDER}.")
+        return (f"You may not write to {existing}, so Spark cannot write the {where}. Make it writable for your "
+                "user ('ls -ld' shows its owner; 'sudo chown -R $USER FOLDER' if an earlier run with sudo "
+                f"created it), or {OTHER_FOLDER}.")
+    free = shutil.disk_usage(existing).free
+    if free < MIN_FREE_BYTES:
+        return (f"The disk that holds the {where} is full ({free // 1024} KB free): Spark would stop the query "
+                "at its first write. Free some space on that disk ('df -h' shows how much is left), then run "
+                "the lesson again.")
+    return None
+
+
+def _read_only(folder: Path) -> bool:
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError as error:
+        return error.errno == errno.EROFS
+
+
+def require_writable(folders: dict[str, Path]) -> None:
+    """Raise a CourseError with advice unless Spark can write every folder ({what: folder})."""
+    for what, folder in folders.items():
+        problem = folder_problem(folder, what)
+        if problem:
+            raise CourseError(problem)

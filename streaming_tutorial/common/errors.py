@@ -8,6 +8,10 @@ message beside it. Anything else returns None, so the learner sees the real trac
 a guess from a word in the message would hide the error and could advise deleting
 state that is fine.
 
+A folder Spark cannot write (full, read-only, not yours) is recognised by the operating
+system's own words that Java quotes after the path (``... .tmp (Read-only file system)``,
+``java.io.IOException: No space left on device``) anywhere in the chain of causes.
+
 Only a checkpoint that no longer fits the query (changed state keys, aggregations or
 stateful operators, another source table) is answered with ``--reset`` or a new
 ``--checkpoint-dir``, and the advice says what that throws away.
@@ -163,13 +167,91 @@ def explain(error: BaseException) -> str | None:
         else:
             advice = ADVICE.get(main_class)
         if advice:
-            paragraph = textwrap.fill(advice, width=ADVICE_WIDTH, break_long_words=False, break_on_hyphens=False)
-            return f"{paragraph}\nSpark said:\n" + "\n".join(f"  {line}" for line in spark_lines(message))
+            return with_spark_lines(advice, message)
+    found = folder_failure(error)
+    if found:
+        advice, message = found
+        return with_spark_lines(advice, message)
     return None
 
 
-def spark_errors(error: BaseException) -> Iterator[tuple[str, str]]:
-    """(error class, message) for the error and every error it wraps, outermost first."""
+def with_spark_lines(advice: str, message: str) -> str:
+    paragraph = textwrap.fill(advice, width=ADVICE_WIDTH, break_long_words=False, break_on_hyphens=False)
+    return f"{paragraph}\nSpark said:\n" + "\n".join(f"  {line}" for line in spark_lines(message))
+
+
+# --- a folder Spark cannot write ------------------------------------------------------------------
+#
+# Java's file errors end with the operating system's own text (strerror), after the path when
+# there is one: 'java.io.FileNotFoundException: /ckpt/offsets/.2.tmp (Read-only file system)',
+# 'java.io.IOException: No space left on device'. Hadoop says 'mkdir of file:/ckpt failed' when
+# it cannot create a checkpoint folder. Only these exact texts after a java.io/Hadoop exception
+# name are recognised, never a loose word.
+DISK_FULL = ("No space left on device", "Disk quota exceeded")
+READ_ONLY = "Read-only file system"
+NO_PERMISSION = "Permission denied"
+JAVA_FILE_ERROR = re.compile(
+    r"(?:java\.io\.\w+|java\.nio\.file\.\w+|org\.apache\.hadoop\.[\w.$]+): (?:(?P<path>\S[^\n]*?) \()?"
+    rf"(?P<reason>{'|'.join(map(re.escape, (*DISK_FULL, READ_ONLY, NO_PERMISSION)))})\)?"
+)
+# What Spark prints after 'terminated with exception: ' when a checkpoint file cannot be opened.
+BARE_FILE_ERROR = re.compile(
+    rf"(?P<path>/[^\n]*?) \((?P<reason>{'|'.join(map(re.escape, (READ_ONLY, NO_PERMISSION)))})\)"
+)
+MKDIR_FAILED = re.compile(r"java\.io\.IOException: mkdir of (?P<path>\S+) failed")
+
+FOLDER_ADVICE_END = (
+    " Then run the lesson again: it goes on from its checkpoint, after the last micro-batch it "
+    "completed, so nothing is lost."
+)
+# How to write elsewhere (also in environment.folder_problem): --checkpoint-dir moves only the checkpoints.
+OTHER_FOLDER = (
+    "give the lesson a folder you can write with --checkpoint-dir DIR (its queries then start from the "
+    "beginning there), or set STREAMING_COURSE_HOME=DIR to keep all of the course's data, checkpoints "
+    "and output there"
+)
+
+
+def folder_failure(error: BaseException) -> tuple[str, str] | None:
+    """(advice, Spark's message) when Spark could not write a file or folder; else None."""
+    for current in error_chain(error):
+        message = spark_message(current)
+        match = JAVA_FILE_ERROR.search(message) or BARE_FILE_ERROR.search(message)
+        if match:
+            return folder_advice(match.group("reason"), match.group("path")), message
+        match = MKDIR_FAILED.search(message)
+        if match:
+            folder = match.group("path").removeprefix("file:")
+            return (
+                f"Spark could not create the folder {folder}: you may not write to the folder it goes in, "
+                "or a part of that path is a file, not a folder. Make the parent folder writable for "
+                f"your user ('ls -ld' on it shows its owner), or {OTHER_FOLDER}."
+            ), message
+    return None
+
+
+def folder_advice(reason: str, path: str | None) -> str:
+    where = f"{path.removeprefix('file:')}" if path else "the checkpoint or output folder"
+    if reason in DISK_FULL:
+        return (
+            f"The disk that holds {where} is full ({reason}), so Spark could not write its next file and "
+            "stopped the query. Free some space on that disk ('df -h' shows how much is left; keep the "
+            "lesson's checkpoints, they are what lets it resume)." + FOLDER_ADVICE_END
+        )
+    if reason == READ_ONLY:
+        return (
+            f"Spark could not write {where}: that file system is read-only (mounted read-only, or a "
+            f"read-only share or image). Remount it read-write, or {OTHER_FOLDER}." + FOLDER_ADVICE_END
+        )
+    return (
+        f"Spark could not write {where}: permission denied. Make the folder writable for your user "
+        "('ls -ld' shows its owner; 'sudo chown -R $USER FOLDER' if an earlier run with sudo created it), "
+        f"or {OTHER_FOLDER}." + FOLDER_ADVICE_END
+    )
+
+
+def error_chain(error: BaseException) -> Iterator[BaseException]:
+    """The error and every error it wraps (pyspark's _cause, 'raise ... from'), outermost first."""
     seen: set[int] = set()
     pending: list[BaseException] = [error]
     while pending:
@@ -177,6 +259,16 @@ def spark_errors(error: BaseException) -> Iterator[tuple[str, str]]:
         if id(current) in seen:
             continue
         seen.add(id(current))
+        yield current
+        # pyspark keeps the JVM error's cause (converted) in _cause; 'raise ... from' sets __cause__.
+        for wrapped in (getattr(current, "_cause", None), current.__cause__):
+            if isinstance(wrapped, BaseException):
+                pending.append(wrapped)
+
+
+def spark_errors(error: BaseException) -> Iterator[tuple[str, str]]:
+    """(error class, message) for the error and every error it wraps, outermost first."""
+    for current in error_chain(error):
         message = spark_message(current)
         condition = error_class(current, message)
         if condition == STREAM_FAILED and WRAPPED in message:
@@ -187,10 +279,6 @@ def spark_errors(error: BaseException) -> Iterator[tuple[str, str]]:
                 yield inner_class, inner
         elif condition:
             yield condition, message
-        # pyspark keeps the JVM error's cause (converted) in _cause; 'raise ... from' sets __cause__.
-        for wrapped in (getattr(current, "_cause", None), current.__cause__):
-            if isinstance(wrapped, BaseException):
-                pending.append(wrapped)
 
 
 def error_class(error: BaseException, message: str) -> str | None:

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from . import checkpoints, paths
+from .environment import require_writable
 from .errors import explain
 from .narration import WIDTH, banner, say  # noqa: F401  (lessons import the narration from here too)
 
@@ -89,6 +90,8 @@ def lesson_session(lesson: str, args, **spark_options) -> Iterator:
     if getattr(args, "reset", False):
         reset_lesson(lesson, args)
     print(checkpoints.describe(checkpoint_root(lesson, args)), flush=True)
+    # A folder Spark cannot write fails the first micro-batch after the JVM start: say so before it.
+    require_writable({"checkpoint folder": checkpoint_root(lesson, args), "output folder": paths.output_for(lesson)})
     spark = get_spark(lesson, master=getattr(args, "master", None), **spark_options)
     if threading.current_thread() is threading.main_thread():
         # pyspark's Ctrl-C handler cancels every running Spark job first, killing a

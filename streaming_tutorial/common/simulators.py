@@ -276,17 +276,31 @@ def server_for_lesson(
 ) -> Iterator[Simulator]:
     """``simulator_for_lesson`` for a simulator that is a TCP server (lesson 05's text server).
 
-    Whatever already listens on host:port is used as it is; otherwise the simulator is started
+    Whatever already listens on host:port is used as it is (with a note when it is not our
+    simulator, which would have announced itself); otherwise the simulator is started
     with ``args`` plus ``--host host --port port`` (with ``enabled=False``, the lesson's
     --no-simulator, the learner starts it). The block begins once the port accepts
     connections, within ``SERVER_START_SECONDS``; if it does not, CourseError says what to do.
     """
     listening = port_open(host, port)
+    if listening and not is_running(name):
+        # Not our server: maybe the learner's 'nc -lk', maybe a program that never sends a line.
+        print(foreign_listener_note(script, host, port), flush=True)
+        yield Simulator(name)
+        return
     args = [*args, "--host", host, "--port", str(port)]
     with simulator_for_lesson(name, script, args, enabled=enabled, already_running=listening) as server:
         if not listening and not wait_for_port(host, port, SERVER_START_SECONDS, stop_if=server.done):
             raise CourseError(server_advice(name, script, host, port, server))
         yield server
+
+
+def foreign_listener_note(script: str, host: str, port: int) -> str:
+    return (
+        f"Something already listens on {host}:{port}, and it is not the course's {script}: the lesson reads "
+        f"whatever it sends (fine for 'nc -lk {port}'). If no line arrives, another program holds the port: "
+        f"stop it ('lsof -i :{port}' names it), or run the lesson with --port N and it starts its own server there."
+    )
 
 
 def server_advice(name: str, script: str, host: str, port: int, server: Simulator) -> str:
