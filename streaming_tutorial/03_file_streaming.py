@@ -74,7 +74,8 @@ def read_transactions(spark, folder: Path) -> DataFrame:
 def parse_transactions(lines: DataFrame) -> DataFrame:
     """The transaction's fields, parsed from each line, and why the line cannot be used (null when it can)."""
     # from_json never fails the query: a broken line, a wrong type, a missing required field
-    # (nullable=False in the schema) or an amount of 1e400 (Infinity) gets a quarantine_reason.
+    # (nullable=False in the schema), an amount of 1e400 (Infinity) or below 0 (the schema's
+    # range), or bad UTF-8: each gets a quarantine_reason.
     return sources.parse_json(lines, TRANSACTION_SCHEMA)
 
 

@@ -6,6 +6,10 @@ records that match them (the tests check that they agree).
 
 A field with ``nullable=False`` is required: ``sources.parse_json`` quarantines a
 record without it (the file and Kafka readers themselves treat every field as nullable).
+A numeric field's metadata may state its range, ``{"min": ...}`` and/or ``{"max": ...}``
+(inclusive): a record outside it is quarantined too ("amount below 0"). Ranges are
+stated only where they are beyond doubt: money and counts are never negative, a
+relative humidity is a percentage.
 """
 
 from pyspark.sql.types import (
@@ -18,12 +22,15 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+AT_LEAST_ZERO = {"min": 0}  # an amount, a price, a quantity
+PERCENTAGE = {"min": 0, "max": 100}
+
 # data/input_stream: payment transactions (simulate_file_data.py).
 TRANSACTION_SCHEMA = StructType(
     [
         StructField("transaction_id", StringType(), nullable=False),
         StructField("user_id", StringType(), nullable=False),
-        StructField("amount", DoubleType(), nullable=False),
+        StructField("amount", DoubleType(), nullable=False, metadata=AT_LEAST_ZERO),
         StructField("category", StringType()),
         StructField("timestamp", TimestampType(), nullable=False),
     ]
@@ -38,8 +45,8 @@ ECOMMERCE_EVENT_SCHEMA = StructType(
         StructField("product_id", StringType()),
         StructField("product_name", StringType()),
         StructField("category", StringType()),
-        StructField("price", DoubleType()),
-        StructField("quantity", IntegerType()),
+        StructField("price", DoubleType(), metadata=AT_LEAST_ZERO),
+        StructField("quantity", IntegerType(), metadata=AT_LEAST_ZERO),
         StructField("timestamp", TimestampType(), nullable=False),
     ]
 )
@@ -50,7 +57,7 @@ SENSOR_SCHEMA = StructType(
         StructField("reading_id", LongType(), nullable=False),
         StructField("sensor_id", StringType(), nullable=False),
         StructField("temperature", DoubleType()),
-        StructField("humidity", DoubleType()),
+        StructField("humidity", DoubleType(), metadata=PERCENTAGE),
         StructField("event_time", TimestampType(), nullable=False),
     ]
 )

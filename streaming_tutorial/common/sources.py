@@ -10,7 +10,10 @@ send it to a quarantine and count it::
     parsed = parse_json(lines, ECOMMERCE_EVENT_SCHEMA)
     good, bad = valid_records(parsed, ECOMMERCE_EVENT_SCHEMA), quarantined(parsed)
 
-Which fields are required is said by the schema itself: ``nullable=False``.
+The schema itself says what a good record is: a field with ``nullable=False`` is required,
+and a field's metadata may state its range (``{"min": 0}``). Every bad record gets one
+reason a learner can act on ("missing user_id", "amount below 0", "not valid UTF-8", ...;
+see ``quarantine_reason``); fields the schema does not name are ignored.
 """
 
 from __future__ import annotations
@@ -19,12 +22,26 @@ from pathlib import Path
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import DoubleType, FloatType, StringType, StructField, StructType
+from pyspark.sql.types import (BooleanType, ByteType, DateType, DecimalType, DoubleType, FloatType,
+                               IntegerType, IntegralType, LongType, ShortType, StringType, StructField, StructType,
+                               TimestampNTZType, TimestampType)
 
 from . import paths
 from .schemas import PRODUCT_SCHEMA
 
 CORRUPT_COLUMN = "_corrupt_record"  # from_json puts the text of a record that does not fit here
+# Working columns of parse_json, read by quarantine_reason (not in its result).
+JSON_COLUMN, RECORD_COLUMN, AS_TEXT_COLUMN = "_json", "_record", "_as_text"
+BYTE_ORDER_MARK = "\ufeff"  # U+FEFF: some editors write it at the start of a UTF-8 file
+# How deeply nested a line may be: Spark's JSON parser (Jackson) reads 1000 levels, and the
+# check that a line holds one object wraps it in [ ], one level more.
+MAX_JSON_DEPTH = 999
+# How a reason names the type a field should have had: "amount is not a number".
+TYPE_WORDS = {DoubleType: "a number", FloatType: "a number", DecimalType: "a number", IntegerType: "a whole number",
+              LongType: "a whole number", ShortType: "a whole number", ByteType: "a whole number",
+              TimestampType: "a date and time", TimestampNTZType: "a date and time", DateType: "a date",
+              BooleanType: "true or false"}
+TOO_DEEP = f"nested more than {MAX_JSON_DEPTH} levels deep"
 REASON_COLUMN = "quarantine_reason"
 QUARANTINE_SCHEMA = "reason STRING, raw_line STRING"  # what every quarantine holds (plus any kept columns)
 
@@ -73,32 +90,83 @@ def parse_json(lines: DataFrame, schema: StructType, *, text: str = "value") -> 
     """Add the record's fields (parsed from the ``text`` column) and its ``quarantine_reason``.
 
     PERMISSIVE parsing never fails the query: a record that does not fit the schema
-    comes back with nulls, and its text in ``_corrupt_record``.
+    comes back with nulls, and its text in ``_corrupt_record``. Fields the schema does not
+    name are ignored. A byte-order mark at the start of the text is not content: it is
+    skipped (the file source already skips one at the start of a file; a Kafka value keeps it).
     """
-    with_corrupt = StructType(list(schema.fields) + [StructField(CORRUPT_COLUMN, StringType())])
-    record = F.from_json(F.col(text), with_corrupt, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_COLUMN})
-    parsed = lines.withColumn("_record", record)
-    fields = [F.col(f"_record.{field.name}").alias(field.name) for field in schema.fields]
-    return parsed.select(*lines.columns, *fields, quarantine_reason(schema, text).alias(REASON_COLUMN))
+    # The rows carry plain columns: a field's metadata (its range) is read by quarantine_reason only.
+    fields = [StructField(field.name, field.dataType) for field in schema.fields]
+    with_corrupt = StructType(fields + [StructField(CORRUPT_COLUMN, StringType())])
+    options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_COLUMN}
+    # Every field once more as text: null when the field is absent or JSON null, its text when it is
+    # there. A field null in _record but present here has a value of the wrong type.
+    as_text = StructType([StructField(field.name, StringType()) for field in schema.fields])
+    parsed = (
+        lines.withColumn(JSON_COLUMN, F.regexp_replace(F.col(text), f"^{BYTE_ORDER_MARK}", ""))
+        .withColumn(RECORD_COLUMN, F.from_json(F.col(JSON_COLUMN), with_corrupt, options))
+        .withColumn(AS_TEXT_COLUMN, F.from_json(F.col(JSON_COLUMN), as_text, options))
+    )
+    values = [F.col(f"{RECORD_COLUMN}.{field.name}").alias(field.name) for field in schema.fields]
+    return parsed.select(*lines.columns, *values, quarantine_reason(schema, text).alias(REASON_COLUMN))
 
 
 def quarantine_reason(schema: StructType, text: str = "value") -> Column:
-    """Why a parsed record cannot be used, or null when it is good. The first reason wins."""
+    """Why a parsed record cannot be used, or null when it is good. The first reason wins.
+
+    In this order, the line: "empty line", "not valid UTF-8", "not a JSON object", "text
+    after the JSON object", "nested more than 999 levels deep"; then each field in the
+    schema's order: "missing <field>" for a required field (``nullable=False``) that is
+    absent, null or blank; "<field> is not a number" (a whole number, a date and time...)
+    for a value of the wrong type, "<field> does not fit in int" for too many digits;
+    "<field> is not a finite number" for 1e400 or NaN; "<field> below <min>" or
+    "<field> above <max>" for a value outside the range the field's metadata states
+    (``StructField("amount", DoubleType(), metadata={"min": 0})``).
+    Needs the columns ``parse_json`` adds; the reason texts are shown to learners.
+    """
+    line, json_text = F.col(text), F.col(JSON_COLUMN)
+    # One JSON object: it starts with {, and [ + line + ] is an array of exactly one value. (A cut-off
+    # line, plain text or a list fails; so does a second record or any text after the first, which
+    # from_json would silently drop.)
+    one_object = json_text.rlike(r"^\s*\{") & (F.json_array_length(F.concat(F.lit("["), json_text, F.lit("]"))) == 1)
+    # Spark's JSON parser refuses a line nested deeper than MAX_JSON_DEPTH. Such a line holds more
+    # than that many brackets; a cut-off or non-JSON line almost never does.
+    brackets = F.length(line) - F.length(F.translate(line, "[{", ""))
     reason = (
-        F.when(F.col(text).isNull() | (F.trim(F.col(text)) == ""), F.lit("empty line"))
-        # json_object_keys is null when the text is not one JSON object (cut off, plain text, a list).
-        .when(F.json_object_keys(F.col(text)).isNull(), F.lit("not a JSON object"))
-        .when(F.col(f"_record.{CORRUPT_COLUMN}").isNotNull(), F.lit("a field has the wrong type"))
+        F.when(line.isNull() | (F.trim(line) == ""), F.lit("empty line"))
+        # Spark keeps the bytes of a line as they are; bad UTF-8 would reach the rows as U+FFFD.
+        .when(~F.is_valid_utf8(line), F.lit("not valid UTF-8"))
+        .when(~one_object.eqNullSafe(True), F.when(brackets > MAX_JSON_DEPTH, F.lit(TOO_DEEP))
+              # json_object_keys reads the first JSON value only: an object there, then more.
+              .when(F.json_object_keys(json_text).isNotNull(), F.lit("text after the JSON object"))
+              .otherwise(F.lit("not a JSON object")))
     )
     for field in schema.fields:
-        if not field.nullable:
-            reason = reason.when(F.col(f"_record.{field.name}").isNull(), F.lit(f"missing {field.name}"))
-        if isinstance(field.dataType, (DoubleType, FloatType)):
-            # 1e400 parses as Infinity: a number no real amount or reading can be.
-            value = F.col(f"_record.{field.name}")
-            reason = reason.when(F.isnan(value) | F.abs(value).eqNullSafe(F.lit(float("inf"))),
-                                 F.lit(f"{field.name} is not a finite number"))
-    return reason
+        for problem, why in field_problems(field):
+            reason = reason.when(problem, F.lit(why))
+    # Spark marked the record corrupt and no check above said why: still not usable.
+    return reason.when(F.col(f"{RECORD_COLUMN}.{CORRUPT_COLUMN}").isNotNull(), F.lit("a field has the wrong type"))
+
+
+def field_problems(field: StructField) -> list[tuple[Column, str]]:
+    """(condition, reason) for each way one field of a parsed record can be unusable, in order."""
+    name, kind = field.name, field.dataType
+    value, given = F.col(f"{RECORD_COLUMN}.{name}"), F.col(f"{AS_TEXT_COLUMN}.{name}")
+    absent = given.isNull() | (F.trim(given) == "")
+    problems = [] if field.nullable else [(absent, f"missing {name}")]
+    wrong_type = value.isNull() & ~absent
+    if isinstance(kind, IntegralType):
+        too_big = wrong_type & given.rlike(r"^\s*-?[0-9]+\s*$")  # a whole number, but more digits than the type holds
+        problems.append((too_big, f"{name} does not fit in {kind.simpleString()}"))
+    problems.append((wrong_type, f"{name} is not {TYPE_WORDS.get(type(kind), kind.simpleString())}"))
+    if isinstance(kind, (DoubleType, FloatType)):
+        # 1e400 parses as Infinity, "NaN" as NaN: numbers no real amount or reading can be.
+        infinite = F.isnan(value) | F.abs(value).eqNullSafe(F.lit(float("inf")))
+        problems.append((infinite, f"{name} is not a finite number"))
+    if "min" in field.metadata:
+        problems.append((value < F.lit(field.metadata["min"]), f"{name} below {field.metadata['min']}"))
+    if "max" in field.metadata:
+        problems.append((value > F.lit(field.metadata["max"]), f"{name} above {field.metadata['max']}"))
+    return problems
 
 
 def valid_records(parsed: DataFrame, schema: StructType, *keep: str) -> DataFrame:

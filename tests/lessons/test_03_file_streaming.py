@@ -72,7 +72,7 @@ def test_good_lines_are_parsed_and_every_bad_line_gets_its_reason(spark, transac
     ]
     assert [batch.rows for batch in bad_run.batches] == [[], sorted([
         Row(source_file="tx-2.json", reason="not a JSON object", raw_line=CUT_LINE),
-        Row(source_file="tx-2.json", reason="a field has the wrong type", raw_line=WRONG_TYPE),
+        Row(source_file="tx-2.json", reason="amount is not a number", raw_line=WRONG_TYPE),
         Row(source_file="tx-2.json", reason="missing user_id", raw_line=ONLY_ID),
         Row(source_file="tx-2.json", reason="amount is not a finite number", raw_line=INFINITE),
     ], key=lambda row: row.raw_line)]
@@ -100,7 +100,7 @@ def test_a_run_quarantines_with_reasons_and_a_second_run_reads_only_the_new_file
     assert first == {"files": ["tx-1.json", "tx-2.json"], "parsed": 3, "quarantined": 4}
     assert quarantine_on_disk(quarantine) == sorted([
         {"source_file": "tx-2.json", "reason": "not a JSON object", "raw_line": CUT_LINE},
-        {"source_file": "tx-2.json", "reason": "a field has the wrong type", "raw_line": WRONG_TYPE},
+        {"source_file": "tx-2.json", "reason": "amount is not a number", "raw_line": WRONG_TYPE},
         {"source_file": "tx-2.json", "reason": "missing user_id", "raw_line": ONLY_ID},
         {"source_file": "tx-2.json", "reason": "amount is not a finite number", "raw_line": INFINITE},
     ], key=lambda record: record["raw_line"])

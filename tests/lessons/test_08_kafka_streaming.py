@@ -190,7 +190,7 @@ def test_every_kind_of_bad_value_gets_its_reason_and_keeps_its_offset(spark):
         1: ["not a JSON object", values[1]],
         2: ["empty line", None],
         3: ["not a JSON object", values[3]],
-        4: ["a field has the wrong type", values[4]],
+        4: ["price is not a number", values[4]],
         5: ["missing event_id", values[5]],
         6: ["missing timestamp", values[6]],
     }
