@@ -181,7 +181,8 @@ class Child:
         try:
             wait_until(ready, what, timeout, failed=failed)
         except CrashError as error:
-            raise CrashError(f"{error} The end of its log {self.log}:\n{self.log_tail()}") from None
+            reason = str(error) if not self.alive() else f"The child process did not reach {what} within {timeout:g} s."
+            raise CrashError(f"{reason} The end of its log {self.log}:\n{self.log_tail()}") from None
 
     def wait_for_marker(self, point: str, batch_id: int, *labels: str,
                         timeout: float = MARKER_TIMEOUT_SECONDS) -> list[dict]:
