@@ -1,0 +1,137 @@
+"""Lesson 16: fault tolerance. In-process: a replayed batch id into Delta and into plain files, the
+windowed count across a restart, the refused grouping key and the two ways out, the socket source's
+restart. The real SIGKILLs of a child process: the smoke test, which runs the lesson as a learner does.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from datetime import datetime
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from pyspark.errors import StreamingQueryException
+
+from common import checkpoints, crash, errors
+from common.runner import finish
+from conftest import load_lesson, prose, run_script
+
+lesson = load_lesson("16_fault_tolerance")
+
+# The windows of parts a and b (records R-0001..R-0024 of the lesson's seed), as the lesson prints them.
+WINDOWS_A_B = [
+    (datetime(2025, 1, 15, 10, 30), 5, 571.85),
+    (datetime(2025, 1, 15, 10, 31), 7, 662.32),
+    (datetime(2025, 1, 15, 10, 32), 6, 557.66),
+    (datetime(2025, 1, 15, 10, 33), 6, 581.95),
+]
+
+
+def folders(tmp_path) -> SimpleNamespace:
+    output = tmp_path / "out"
+    return SimpleNamespace(output=output, input=output / "input", events=output / "events", plain=output / "plain",
+                           windows=output / "windows", logs=output / "logs", checkpoints=tmp_path / "checkpoints")
+
+
+def ids_of(part: str) -> list[str]:
+    first, count = lesson.PARTS[part]
+    return [f"R-{number:04d}" for number in range(first, first + count)]
+
+
+def test_a_replayed_batch_id_is_skipped_by_delta_and_doubled_by_plain_files(spark, tmp_path):
+    where = folders(tmp_path)
+    lesson.write_part(where, "a")
+    batch = spark.read.schema(lesson.SCHEMA).json(str(where.input))
+    spark.sparkContext.setLocalProperty("sql.streaming.queryId", "test-query")  # what a streaming batch carries
+    try:
+        lesson.write_events(batch, 0, where)
+        lesson.write_events(batch, 0, where)  # batch 0 again, as after a kill before its commit
+    finally:
+        spark.sparkContext.setLocalProperty("sql.streaming.queryId", None)
+    delta_ids, plain_ids = lesson.read_ids(spark, where)
+    assert sorted(delta_ids) == ids_of("a")
+    assert Counter(plain_ids) == Counter(ids_of("a") * 2)
+    delta, plain = lesson.read_tallies(spark, where)
+    assert (delta.lost, delta.duplicated, plain.lost, plain.duplicated) == (0, 0, 0, 12)
+
+
+def test_window_counts_across_a_restart_then_a_refused_key_and_the_two_ways_out(spark, tmp_path):
+    where = folders(tmp_path)
+    checkpoint = where.checkpoints / "windows"
+    lesson.write_part(where, "a")
+    finish([lesson.start_windows(lesson.build_window_counts(lesson.read_records(spark, where.input)), where.windows,
+                                 checkpoint)])
+    lesson.write_part(where, "b")  # the restart on the same checkpoint reads only part b
+    finish([lesson.start_windows(lesson.build_window_counts(lesson.read_records(spark, where.input)), where.windows,
+                                 checkpoint)])
+    assert lesson.read_windows(spark, where.windows) == WINDOWS_A_B
+    records = crash.numbered_records(1, 24, seed=lesson.SEED, base_time=lesson.config.BASE_EVENT_TIME)
+    assert sorted(Counter(record["event_time"][11:16] for record in records).items()) == [
+        ("10:30", 5), ("10:31", 7), ("10:32", 6), ("10:33", 6)]
+    finish([lesson.start_uninterrupted(spark, where)])
+    assert lesson.read_windows(spark, where.output / "windows_uninterrupted") == WINDOWS_A_B
+
+    lesson.write_part(where, "c")
+    refused = lesson.start_by_user(spark, where, checkpoint)
+    with pytest.raises(StreamingQueryException) as failure:
+        refused.awaitTermination(120)
+    assert "[STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE]" in str(failure.value)
+    assert "grouping keys" in errors.explain(failure.value)
+    before = checkpoints.last_commit(checkpoint)
+    finish([lesson.start_filtered(spark, where)])  # the allowed change goes on from the same checkpoint
+    assert checkpoints.last_commit(checkpoint) > before
+    assert lesson.read_windows(spark, where.windows)[-1][:2] == (datetime(2025, 1, 15, 10, 34), 4)
+    finish([lesson.start_by_user(spark, where, where.checkpoints / "windows_by_user")])  # a new checkpoint
+    by_user = spark.read.format("delta").load(str(where.output / "windows_by_user"))
+    assert by_user.groupBy().sum("records").first()[0] == 28  # every record read again
+
+
+def test_socket_lines_sent_while_no_query_listens_are_gone(spark, tmp_path, capsys):
+    result = crash.socket_gap(lambda *server_seen_checkpoint: lesson.start_lines(spark, *server_seen_checkpoint),
+                              tmp_path)
+    assert result["first"] == ["line 1", "line 2"]
+    assert result["new"] == ["line 4"]
+    assert "sent while down" not in result["old"] + result["new"]
+    assert "Offsets committed out of order: 1 followed by -1" in result["refusal"]
+    assert "'sent while down' reached 0 queries" in capsys.readouterr().out
+
+
+def processes_using(home: Path) -> list[str]:
+    """Processes whose command line or environment names ``home`` (the lesson, its children, their JVMs)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                seen = (entry / "cmdline").read_bytes() + (entry / "environ").read_bytes()
+            except OSError:
+                continue
+            if str(home).encode() in seen:
+                found.append(f"{entry.name}: {(entry / 'cmdline').read_bytes()[:200]!r}")
+    return found
+
+
+@pytest.mark.smoke
+def test_lesson_16_kills_its_child_twice_and_loses_nothing(course_home):
+    result = run_script("streaming_tutorial/16_fault_tolerance.py", home=course_home, timeout=400)
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = result.stdout
+    assert ("kill 1, before the offsets of part-b.json are written: events: offsets/ 0, commits/ 0; "
+            "windows: offsets/ 0, commits/ 0") in out
+    assert ("kill 2, after the sink wrote batch 1, before its commit: events: offsets/ 0 1, commits/ 0; "
+            "windows: offsets/ 0 1, commits/ 0") in out
+    assert "Delta table (txnAppId/txnVersion): rows lost: 0, rows duplicated: 0" in out
+    assert "plain JSON files (no batch id):    rows lost: 0, rows duplicated: 12" in out
+    assert re.search(r"offsets/1:\n  v1\n  \{\"batchWatermarkMs\":\d+,.*\n  \{\"logOffset\":1\}", out)
+    assert "killed twice: 4 windows; uninterrupted run: 4 windows; equal: True" in out
+    assert "[STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE]" in out
+    assert "a) a new checkpoint: all 28 records read again" in out
+    assert "Offsets committed out of order" in out and "a restart on a new checkpoint received: ['line 4']" in out
+    assert "Delta found (query id, 1) in its log and skipped it" in prose(out)
+    logs = course_home / "output" / "16_fault_tolerance" / "this-run" / "logs"
+    assert sorted(path.name for path in logs.glob("*.log")) == ["1-wait.log", "2-after-sink.log"]
+    assert "paused at events@after-sink of batch 1" in (logs / "2-after-sink.log").read_text()
+    assert processes_using(course_home) == []  # no child, no JVM outlived the lesson
