@@ -105,7 +105,9 @@ OTHER_FAILURES = {
         "A foreachBatch function returned without reading the whole micro-batch, so the query's state "
         "was not saved for every partition. Make the function consume all of batch_df (write it, collect "
         "it or count it; show() and limit() read only part of it) and let its exceptions propagate "
-        "instead of returning early. The checkpoint is fine: run the lesson again after the fix."
+        "instead of returning early. If it writes to Delta with txnAppId/txnVersion, Delta skips a replayed "
+        "batch id without reading the batch: call batch_df.persist().count() before the write. The "
+        "checkpoint is fine: run the lesson again after the fix."
     ),
     "CONCURRENT_QUERY": (
         "Another run of this query is already active. Stop the other run (another terminal, or the tour) "
