@@ -1,28 +1,80 @@
-"""17 · The e-commerce capstone: one stream of shop events, several queries, a live dashboard.
+"""17 · The e-commerce capstone: one stream of shop events, seven queries, a live dashboard.
 
 What you'll learn
-  - Revenue per category in 5-minute windows (update mode) and the view -> cart -> purchase funnel
-    in 2-minute windows, each a plain ``build_...(events)`` that works on batch DataFrames too.
+  - One source, several queries at once, each with its own checkpoint, output mode, sink and
+    trigger: revenue per category (5-min windows, update), the funnel (2-min windows, complete,
+    a memory table asked with SQL), sessions (session_window, append), trending products
+    (complete, into Delta), alerts, and a quarantine for lines that are no event.
+  - Alerts (large purchases, a category's revenue dropping well below its recent average)
+    written once per alert: by batch id, so a replayed micro-batch writes nothing twice.
+  - A terminal dashboard (rich) fed by the sinks and each query's progress: batch duration,
+    input rate, watermark, state rows. Then a summary and a PNG of the run.
 
 Run
-  python streaming_tutorial/17_ecommerce_pipeline.py --available-now   # the files there now, then exit
+  python streaming_tutorial/17_ecommerce_pipeline.py                  # about a minute; starts the simulator
+  python streaming_tutorial/17_ecommerce_pipeline.py --available-now  # the files there now, then exit
+  python streaming_tutorial/17_ecommerce_pipeline.py --source kafka --alerts kafka   # the course's broker
+  It starts the shop simulator (12 files of 80 events, 2.5 s apart) unless one runs; to run it yourself
+  (then --no-simulator), in a second terminal:
+    python data_generators/generate_ecommerce_events.py --count 12 --interval 2.5 --events-per-file 80 --base-time 2025-01-15T10:30:00Z
+  With --source kafka it starts the broker and data_generators/kafka_producer.py instead.
+  Outputs under output/17_ecommerce_pipeline/ (the PNG: pipeline.png); --reset starts over.
 
 What you'll see
-  (work in progress)
+  (not a terminal, so the dashboard is printed every 10 s; figures depend on the files there)
+  Shop pipeline, 31 s
+  Revenue per category (latest window 11:05-11:10)
+  ...
+  Queries
+    query            batch  batch ms  rows/s in  watermark  state rows
+    revenue          5      1390      25.1       10:55:51   14
+  ...
+  Funnel rates: view -> cart 27.9%, cart -> purchase 57.1%, view -> purchase 15.9% (...)
+  Saved output/17_ecommerce_pipeline/pipeline.png: revenue per category over time, and the funnel.
 """
 
 from __future__ import annotations
 
+import json
+from contextlib import nullcontext
+from pathlib import Path
+
 from pyspark.sql import DataFrame, functions as F
 
-from common import cli, paths, sources
-from common.runner import finish, lesson_session, run_lesson
+from common import alerts, cli, config, dashboard, paths, sources
+from common.kafka import ensure_topics
+from common.kafka_broker import kafka_for_lesson
+from common.runner import banner, checkpoint_root, foreach_batch, lesson_session, run_lesson, run_queries, say
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
+from common.simulators import simulator_for_lesson
 
 LESSON = "17_ecommerce_pipeline"
+DEFAULT_DURATION = 60  # an upper bound: the run ends once the simulator is done and its events are read
 REVENUE_WINDOW, FUNNEL_WINDOW = "5 minutes", "2 minutes"
 WATERMARK_DELAY = "10 minutes"  # how late an event may be and still count in its window
 EVENT_TIME = "timestamp"  # the event-time column of ECOMMERCE_EVENT_SCHEMA
+# Shops close a session after 20-30 minutes without a click. The simulator's shoppers click a few
+# seconds apart (40 of them, 4 at a time), so its sessions end after 1 minute of event time.
+SESSION_GAP, SESSION_WATERMARK = "1 minute", "2 minutes"
+LARGE_PURCHASE = 1000.0  # an alert for a purchase worth this much or more (price x quantity)
+DROP_RATIO, RECENT_WINDOWS = 0.5, 3  # an alert when a window's revenue < half the last 3 windows' average
+# One trigger interval per query: the funnel and the alerts often, Delta commits (a file and a
+# log entry each) and the slow-moving closed windows less often.
+TRIGGERS = {"revenue": "5 seconds", "funnel": "2 seconds", "sessions": "5 seconds", "trending": "10 seconds",
+            "large_purchases": "2 seconds", "revenue_drops": "10 seconds", "quarantine": "10 seconds"}
+BASE_TIME = "2025-01-15T10:30:00Z"  # the sample files' first event: new files go on from the last one
+SIMULATOR = ("ecommerce", "generate_ecommerce_events.py",
+             ["--count", "12", "--interval", "2.5", "--events-per-file", "80", "--base-time", BASE_TIME])
+PRODUCER = ("kafka_producer", "kafka_producer.py", ["--count", "960", "--rate", "32", "--base-time", BASE_TIME,
+                                                    "--malformed-every", "100"])
+FUNNEL_SQL = "SELECT sum(views) AS views, sum(carts) AS carts, sum(purchases) AS purchases FROM funnel"
+
+
+def read_events(spark, source: str, bootstrap: str | None) -> DataFrame:
+    """The shop events from the folder or the topic, parsed: a bad line keeps its text and a reason."""
+    lines = sources.kafka_text(sources.read_kafka(spark, bootstrap, config.TOPIC_EVENTS)) if source == "kafka" \
+        else sources.read_json_lines(spark, paths.ECOMMERCE_DIR)
+    return sources.parse_json(lines, ECOMMERCE_EVENT_SCHEMA)
 
 
 def build_category_revenue(events: DataFrame) -> DataFrame:
@@ -31,7 +83,7 @@ def build_category_revenue(events: DataFrame) -> DataFrame:
     ``events``: the good shop events (ECOMMERCE_EVENT_SCHEMA, event time in ``timestamp``),
     streaming or batch; on a batch DataFrame withWatermark does nothing.
     """
-    purchases = events.where(F.col("event_type") == "purchase").withWatermark(EVENT_TIME, WATERMARK_DELAY)
+    purchases = events.withWatermark(EVENT_TIME, WATERMARK_DELAY).where(F.col("event_type") == "purchase")
     return (purchases.groupBy(F.window(EVENT_TIME, REVENUE_WINDOW).alias("window"), "category")
             .agg(F.count("*").alias("purchases"),
                  # Rounded so the totals read like money (doubles add up to 0.30000000000000004).
@@ -50,13 +102,130 @@ def build_funnel(events: DataFrame) -> DataFrame:
                     "views", "carts", "purchases"))
 
 
+def build_sessions(events: DataFrame) -> DataFrame:
+    """One row per shopping session: a user's events until SESSION_GAP passes without one."""
+    # A session window grows with each event of its user; the watermark closes it (append mode).
+    sessions = events.withWatermark(EVENT_TIME, SESSION_WATERMARK).groupBy(
+        "user_id", F.session_window(EVENT_TIME, SESSION_GAP).alias("session"))
+    return sessions.agg(
+        F.count("*").alias("events"), F.min(EVENT_TIME).alias("first"), F.max(EVENT_TIME).alias("last"),
+        F.max(F.col("event_type") == "purchase").alias("purchased"),
+    ).select("user_id", F.col("session.start").alias("session_start"), F.col("session.end").alias("session_end"),
+             (F.unix_timestamp("last") - F.unix_timestamp("first")).alias("seconds"), "events", "purchased")
+
+
+def build_trending(events: DataFrame) -> DataFrame:
+    """Views, carts and purchases per product since the first event: no window, so complete mode."""
+    return events.groupBy("product_id", "product_name").agg(
+        *[F.count_if(F.col("event_type") == kind).alias(name)
+          for kind, name in (("view", "views"), ("cart", "carts"), ("purchase", "purchases"))])
+
+
+def build_large_purchases(events: DataFrame) -> DataFrame:
+    """Purchases worth LARGE_PURCHASE or more, as alerts (one per event, its id the alert's)."""
+    amount = F.round(F.col("price") * F.col("quantity"), 2)
+    return events.where((F.col("event_type") == "purchase") & (amount >= LARGE_PURCHASE)).select(
+        F.concat(F.lit("large:"), "event_id").alias("alert_id"), F.lit("large purchase").alias("kind"),
+        "user_id", "product_name", "category", "quantity", amount.alias("amount"), F.col(EVENT_TIME).alias("timestamp"))
+
+
+def to_dicts(batch: DataFrame) -> list[dict]:
+    """A (small) micro-batch as JSON-ready dicts on the driver; times as 2025-01-15T10:30:00.000Z."""
+    return [json.loads(row[0]) for row in batch.select(F.to_json(F.struct("*"))).collect()]
+
+
+def write_drops(closed: DataFrame, batch_id: int, folder: Path, kafka) -> None:
+    """Keep the windows this batch closed; alert on drops, judged against the windows closed before it."""
+    rows, history = to_dicts(closed), alerts.read_batch_files(folder / "closed_windows", before=batch_id)
+    drops = alerts.find_revenue_drops(rows, history, ratio=DROP_RATIO, recent=RECENT_WINDOWS)
+    alerts.write_batch_file(folder / "closed_windows", batch_id, rows)  # a replay reads the same history
+    alerts.write_alerts_once(drops, batch_id, "revenue_drops", folder / "alerts", kafka)
+
+
+def start_query(frame: DataFrame, name: str, mode: str, checkpoints: Path, trigger: dict, *,
+                write=None, sink: str = "memory", path: Path | None = None):
+    """One query with its own name and checkpoint: ``write(batch, batch_id)`` per micro-batch, or a sink."""
+    writer = (frame.writeStream.queryName(name).outputMode(mode).trigger(**trigger)
+              .option("checkpointLocation", str(checkpoints / name)))
+    if write is not None:
+        return writer.foreachBatch(foreach_batch(write)).start()
+    return writer.format(sink).start(*([str(path)] if path else []))
+
+
+def start_queries(parsed: DataFrame, folder: Path, checkpoints: Path, trigger, kafka) -> list:
+    """The seven queries: each reads the source itself and keeps its own offsets and state."""
+    events = sources.valid_records(parsed, ECOMMERCE_EVENT_SCHEMA)
+    keep = lambda name: lambda batch, batch_id: alerts.write_batch_file(  # noqa: E731
+        folder / name, batch_id, to_dicts(batch))
+    return [
+        # Update mode: a window's row again each time it changes (a file per batch; the latest row wins).
+        start_query(build_category_revenue(events), "revenue", "update", checkpoints, trigger("revenue"),
+                    write=keep("revenue")),
+        # A memory table holds the complete result: spark.sql reads it while the query runs.
+        start_query(build_funnel(events), "funnel", "complete", checkpoints, trigger("funnel")),
+        start_query(build_sessions(events), "sessions", "append", checkpoints, trigger("sessions"),
+                    write=keep("sessions")),
+        # Complete mode rewrites the whole result every batch: Delta replaces the table in one commit;
+        # a parquet (file) sink can only add files, so Spark refuses complete mode for it (lesson 11).
+        start_query(build_trending(events), "trending", "complete", checkpoints, trigger("trending"),
+                    sink="delta", path=folder / "trending"),
+        start_query(build_large_purchases(events), "large_purchases", "append", checkpoints,
+                    trigger("large_purchases"), write=lambda batch, batch_id: alerts.write_alerts_once(
+                        to_dicts(batch), batch_id, "large_purchases", folder / "alerts", kafka)),
+        # The same windows in append mode: a row once the watermark closes its window, never again.
+        start_query(build_category_revenue(events), "revenue_drops", "append", checkpoints,
+                    trigger("revenue_drops"), write=lambda batch, batch_id: write_drops(batch, batch_id, folder, kafka)),
+        sources.start_quarantine(sources.quarantined(parsed, *(["source_file"] if "source_file" in parsed.columns
+                                                                 else ["source_partition", "source_offset"])),
+                                 folder / "quarantine", checkpoints / "quarantine", trigger("quarantine"),
+                                 name="quarantine"),
+    ]
+
+
 def main(argv: list[str] | None = None) -> None:
-    args = cli.lesson_parser(__doc__, available_now=True).parse_args(argv)
-    with lesson_session(LESSON, args) as spark:
-        parsed = sources.parse_json(sources.read_json_lines(spark, paths.ECOMMERCE_DIR), ECOMMERCE_EVENT_SCHEMA)
-        events = sources.valid_records(parsed, ECOMMERCE_EVENT_SCHEMA)
-        finish([build_funnel(events).writeStream.format("console").outputMode("complete")
-                .trigger(availableNow=True).start()])
+    parser = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, available_now=True)
+    parser.add_argument("--source", choices=("files", "kafka"), default="files",
+                        help="the event files in data/ecommerce_events, or the 'events' topic (default: files)")
+    parser.add_argument("--alerts", choices=("file", "kafka"), default="file",
+                        help=f"alerts as JSON files, or to the Kafka topic '{config.TOPIC_ALERTS}' (default: file)")
+    args = parser.parse_args(argv)
+    folder, checkpoints, uses_kafka = paths.output_for(LESSON), checkpoint_root(LESSON, args), \
+        "kafka" in (args.source, args.alerts)
+    live = not args.available_now
+    with (kafka_for_lesson() if uses_kafka else nullcontext()) as bootstrap, \
+            lesson_session(LESSON, args, delta=True, kafka=uses_kafka) as spark:
+        if bootstrap:
+            ensure_topics(bootstrap, [config.TOPIC_EVENTS, config.TOPIC_ALERTS])
+        kafka = (bootstrap, config.TOPIC_ALERTS) if args.alerts == "kafka" else None
+        banner("1. One stream of shop events, seven queries, one checkpoint each")
+        with (simulator_for_lesson(*(PRODUCER if args.source == "kafka" else SIMULATOR), enabled=not args.no_simulator)
+              if live else nullcontext()) as simulator:
+            trigger = lambda name: {"processingTime": TRIGGERS[name]} if live else {"availableNow": True}  # noqa: E731
+            queries = start_queries(read_events(spark, args.source, bootstrap), folder, checkpoints, trigger, kafka)
+            board = dashboard.ShopBoard(spark, queries, folder, funnel_sql=FUNNEL_SQL, trending=folder / "trending")
+            with dashboard.Dashboard(board.snapshot) as screen:
+                run_queries(queries, args, until=simulator.done if simulator else None,
+                            every=lambda: (board.refresh(), screen.tick()), every_seconds=2)
+                board.refresh()
+        say(f"""Seven queries read the same source, each on its own trigger with its own checkpoint
+            in {paths.display(checkpoints)}/<query>: stop, change or reset one (delete its folder)
+            and the others go on where they were; it alone reads its input again. They share the
+            driver and the cores, so a slow one delays the others' batches. State rows (revenue,
+            funnel, sessions, trending) grow with keys and windows: watch them in the progress
+            (lesson 14) and in the state store (lesson 15).""")
+
+        banner("2. The funnel, asked with SQL (the memory table 'funnel')")
+        print(FUNNEL_SQL)
+        spark.sql(FUNNEL_SQL).show()
+        say("""The memory sink keeps the complete result in the driver: fine for a dashboard, gone
+            with the process. Its checkpoint rebuilds it from the query's state at the next batch.""")
+
+        banner("3. What the run added up to")
+        print(dashboard.render_summary(board.snapshot()))
+        revenue = alerts.latest_per_key(alerts.read_batch_files(folder / "revenue"), "window_start", "category")
+        funnel = spark.sql("SELECT * FROM funnel ORDER BY window_start").collect()
+        picture = dashboard.plot_pipeline(revenue, funnel, folder / "pipeline.png")
+        print(f"Saved {paths.display(picture)}: revenue per category over time, and the funnel.")
 
 
 if __name__ == "__main__":
