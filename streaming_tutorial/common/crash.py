@@ -42,6 +42,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 from . import checkpoints, files
 from .demos import show_refusal
 from .errors import CourseError
+from . import runner
 from .runner import stop_between_batches
 from .timestamps import iso
 
@@ -136,15 +137,8 @@ def group_members(pgid: int) -> list[int]:
 
 def wait_until(ready: Callable[[], bool], what: str, timeout: float = MARKER_TIMEOUT_SECONDS, *,
                failed: Callable[[], str | None] = lambda: None) -> None:
-    """Poll until ``ready()``: CrashError once ``failed()`` says why it never will, or after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while not ready():
-        reason = failed()
-        if reason:
-            raise CrashError(reason)
-        if time.monotonic() >= deadline:
-            raise CrashError(f"Did not reach {what} within {timeout:g} s.")
-        time.sleep(POLL_SECONDS)
+    """runner.wait_until, failing with a CrashError."""
+    runner.wait_until(ready, what, timeout, failed=failed, error=CrashError, poll=POLL_SECONDS)
 
 
 @dataclass

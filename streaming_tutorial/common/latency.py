@@ -24,11 +24,11 @@ from typing import Callable, Mapping, Sequence
 
 from .errors import CourseError
 from .kafka import consume_all, end_offsets, ensure_topics, recreate_topics
+from .runner import wait_until
 
 SENT_FIELD = "sent_ms"  # when a message was sent, in epoch milliseconds; results must carry it
 LOG_APPEND_TIME = 1  # a record's timestamp_type when the broker stamped it
 WARM_UP_EVERY_SECONDS = 0.5  # the pace of warm-up messages
-POLL_SECONDS = 0.2
 BROKER_STAMPED = {"message.timestamp.type": "LogAppendTime"}  # a record's timestamp: when the broker wrote it
 
 
@@ -68,15 +68,6 @@ def send_timed(bootstrap: str, topic: str, records: Sequence[dict], *, rate: flo
     return sent
 
 
-def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    """Return once ``condition()`` is true; TimeoutError naming ``what`` after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{what} did not happen within {timeout:.0f} s")
-        time.sleep(POLL_SECONDS)
-
-
 def record_count(bootstrap: str, topic: str) -> int:
     """How many records ``topic`` holds (its end offsets, summed)."""
     return sum(end_offsets(bootstrap, topic).values())
@@ -101,7 +92,7 @@ def warm_up(bootstrap: str, source: str, outputs: Sequence[str], make_record: Ca
         time.sleep(WARM_UP_EVERY_SECONDS)
         return False
 
-    wait_until(answered, timeout, f"a first result in {', '.join(outputs)}")
+    wait_until(answered, f"a first result in {', '.join(outputs)}", timeout)
     return sent
 
 
@@ -143,7 +134,7 @@ def measure_latency(bootstrap: str, source: str, outputs: Mapping[str, str], rec
     def complete() -> bool:
         return all(set(wanted) <= first_results(topic).keys() for topic in topics)
 
-    wait_until(complete, timeout, f"a result for each of the {len(wanted)} messages in {', '.join(topics)}")
+    wait_until(complete, f"a result for each of the {len(wanted)} messages in {', '.join(topics)}", timeout)
     measured = {}
     for label, topic in outputs.items():
         first = first_results(topic)

@@ -201,20 +201,40 @@ def drain_in_background(queries: Sequence) -> threading.Thread:
     return drainer
 
 
+def wait_until(ready: Callable[[], bool], what: str, timeout: float, *,
+               failed: Callable[[], str | None] = lambda: None,
+               error: type[Exception] = TimeoutError, poll: float = 0.1) -> None:
+    """Poll until ``ready()``. Raise ``error`` naming ``what`` after ``timeout`` seconds, or with
+    ``failed()``'s reason as soon as it gives one (why ``ready()`` never will be true)."""
+    deadline = time.monotonic() + timeout
+    while not ready():
+        reason = failed()
+        if reason:
+            raise error(reason)
+        if time.monotonic() >= deadline:
+            raise error(f"{what} did not happen within {timeout:g} s")
+        time.sleep(poll)
+
+
 def stop_between_batches(query, wait: float = STOP_WAIT_SECONDS) -> None:
-    """Stop ``query``, letting the micro-batch it is running (if any) finish first.
+    """Stop ``query`` between two micro-batches: once it is idle, or as soon as the batch it is
+    running has committed (at most ``wait`` seconds).
 
     Stopping mid-batch cancels its Spark jobs; with a Python foreachBatch sink Spark then
     prints a StackOverflowError with a thousand-line trace while it inspects the
-    cancelled job's error. Waiting (at most ``wait`` seconds) for the commit loses nothing.
-    A real-time query is always in a batch: it stops as soon as one ends (``stop_real_time``).
+    cancelled job's error. Nothing is lost either way (an uncommitted batch runs again after
+    a restart), but waiting for the commit keeps the output clean. A query with a backlog
+    (``availableNow``) or a real-time query is never idle: the next batch starts at once,
+    so "between batches" is the moment its last progress report changes.
     """
-    if is_real_time(query):
-        stop_real_time(query, wait)
-        return
+    last = query.lastProgress
+    seen = last["batchId"] if last else None
     deadline = time.monotonic() + wait
     while query.isActive and query.status["isTriggerActive"] and time.monotonic() < deadline:
-        time.sleep(0.1)
+        last = query.lastProgress
+        if last is not None and last["batchId"] != seen:
+            break
+        time.sleep(0.02)
     if query.isActive:
         query.stop()
 
@@ -226,26 +246,6 @@ def is_real_time(query) -> bool:
     except Exception:  # Spark Connect, or a query object without a JVM side
         return False
     return trigger.getClass().getSimpleName() == "RealTimeTrigger"
-
-
-def stop_real_time(query, wait: float = STOP_WAIT_SECONDS) -> None:
-    """Stop a real-time query right after one of its batches ends (at most ``wait`` seconds).
-
-    Its tasks run for the whole batch duration, so "between batches" is the moment a batch
-    has committed and the next is being planned. Stopping inside a batch kills the running
-    tasks: nothing is lost (the batch is not committed and runs again after a restart), but
-    Spark logs the aborted write on stderr as errors.
-    """
-    last = query.lastProgress
-    seen = last["batchId"] if last else None
-    deadline = time.monotonic() + wait
-    while query.isActive and time.monotonic() < deadline:
-        last = query.lastProgress
-        if last is not None and last["batchId"] != seen:
-            break
-        time.sleep(0.02)
-    if query.isActive:
-        query.stop()
 
 
 def drain(queries: Sequence, timeout: float = AVAILABLE_NOW_TIMEOUT) -> None:

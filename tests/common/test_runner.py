@@ -10,7 +10,7 @@ from pyspark.errors import StreamingQueryException
 
 from common.files import json_lines, write_atomically
 from common.runner import (drain, first_batch_running, foreach_batch, is_real_time, pick_trigger, run_queries,
-                           stop_real_time)
+                           stop_between_batches, wait_until)
 
 
 def memory_query(spark, folder, name, checkpoint, **trigger):
@@ -67,6 +67,8 @@ def test_drain_processes_what_is_there_then_stops_the_query(spark, tmp_path):
 class RealTimeQuery:
     """A stand-in for a real-time query: always in a batch; batch 4 ends after a few looks."""
 
+    status = {"isTriggerActive": True}
+
     def __init__(self):
         self.looks, self.isActive = 0, True
 
@@ -79,12 +81,40 @@ class RealTimeQuery:
         self.stopped_at_look, self.isActive = self.looks, False
 
 
+def test_wait_until_names_what_did_not_happen_or_why_it_never_will():
+    with pytest.raises(TimeoutError, match="the answer did not happen within 0.01 s"):
+        wait_until(lambda: False, "the answer", 0.01)
+    with pytest.raises(RuntimeError, match="^the server ended$"):
+        wait_until(lambda: False, "the answer", 60, failed=lambda: "the server ended", error=RuntimeError)
+    looks = iter([False, False, True])
+    wait_until(lambda: next(looks), "the third look", 60, poll=0)
+
+
 def test_a_real_time_query_stops_as_soon_as_a_batch_ends():
     query = RealTimeQuery()
 
-    stop_real_time(query, wait=30)
+    stop_between_batches(query, wait=30)
 
     assert query.stopped_at_look == 4  # the first look that saw batch 4's report
+
+
+def test_a_backlog_stops_after_the_running_batch_not_at_its_end(spark, tmp_path):
+    # Ctrl-C during --available-now: the query is never idle, batch follows batch. It must stop
+    # once the running batch commits, not after every remaining file.
+    write_files(tmp_path / "in", 40)
+    query = memory_query(spark, tmp_path / "in", "backlog", tmp_path / "cp", availableNow=True)
+    while query.isActive and query.lastProgress is None:  # batch 0 has committed
+        query.awaitTermination(0.05)
+
+    stop_between_batches(query, wait=60)
+
+    assert not query.isActive and query.exception() is None
+    committed = len([name for name in (tmp_path / "cp" / "commits").iterdir() if name.name.isdigit()])
+    rows = spark.table("backlog").count()
+    assert 1 <= committed < 40, f"{committed} batches committed: the stop waited for the whole backlog"
+    # One file per batch. The next batch may have reached the memory sink before the stop
+    # cancelled it uncommitted (a restart would run it again): at most one more.
+    assert committed <= rows <= committed + 1
 
 
 def test_the_duration_stops_an_endless_query_between_batches(spark):

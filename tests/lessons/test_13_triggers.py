@@ -15,7 +15,7 @@ from common import latency, progress
 from common.demos import show_refusal
 from common.kafka import consume_all, ensure_topics
 from common.microbatch import stream_batches, write_batches
-from common.runner import drain, is_real_time, stop_between_batches
+from common.runner import drain, is_real_time, stop_between_batches, wait_until
 from conftest import load_lesson, prose, run_script
 
 lesson = load_lesson("13_triggers")
@@ -44,8 +44,8 @@ def test_real_time_mode_transforms_every_message_exactly_once(spark, kafka_boots
                                     lesson.REALTIME)
     try:
         assert is_real_time(query)
-        latency.wait_until(lambda: latency.record_count(kafka_bootstrap, results) >= 12 or not query.isActive,
-                           180, "12 results")
+        wait_until(lambda: latency.record_count(kafka_bootstrap, results) >= 12 or not query.isActive,
+                   "12 results", 180)
         assert query.exception() is None
     finally:
         stop_between_batches(query)
