@@ -8,8 +8,10 @@ steps are planned and run with subprocess.run replaced by a recorder.
 from __future__ import annotations
 
 import ast
+import configparser
 import os
 import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -101,11 +103,22 @@ def ci_commands() -> list[str]:
     return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith(("#", "set ", "cd "))]
 
 
-def test_ci_runs_the_readme_test_command_then_the_tour_twice_per_lesson():
+def test_ci_runs_the_readme_test_command_then_the_crash_lane_then_the_tour_twice_per_lesson():
     tour, test = quick_start_commands()
     as_ci = [re.sub(r"^python ", "python3 ", command) for command in (test, tour)]
-    assert ci_commands() == [as_ci[0], f"{as_ci[1]} --again"]
+    assert ci_commands() == [as_ci[0], f"{as_ci[0]} -m crash", f"{as_ci[1]} --again"]
     assert "set -euo pipefail" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_the_crash_lane_is_left_out_of_the_default_run_and_selected_by_its_marker():
+    ini = configparser.ConfigParser()
+    ini.read(ROOT / "pytest.ini")
+    addopts = shlex.split(ini["pytest"]["addopts"])
+    assert addopts[addopts.index("-m") + 1] == "not crash"  # a later -m (the CI's "-m crash") wins
+    assert any(line.strip().startswith("crash:") for line in ini["pytest"]["markers"].splitlines())
+    marked = sorted(path.name for path in (ROOT / "tests").rglob("test_*.py")
+                    if path != Path(__file__) and "pytest.mark.crash" in path.read_text(encoding="utf-8"))
+    assert marked == ["test_broker_outage.py", "test_kill_cycles.py"]
 
 
 def test_requirements_are_pinned_and_match_the_delta_jar():
