@@ -147,14 +147,14 @@ def main(argv: list[str] | None = None) -> None:
             many new files. The checkpoint ({paths.display(checkpoint)}) records every file
             read, so a restarted query skips them.""")
 
-        files_before, tally = checkpoints.source_files(checkpoint), {"files": [], "parsed": 0, "quarantined": 0}
+        files_before, tally = checkpoints.source_files(checkpoint, committed_only=True), {"files": [], "parsed": 0, "quarantined": 0}
         with simulators.file_input_for_lesson(*SIMULATOR, folder, args) as files:
             banner(f"2. {'Watching' if files.watching else 'Reading'} {paths.display(folder)}, a file per micro-batch")
             query = start_transactions(transactions, checkpoint, files.trigger(TRIGGER_INTERVAL), quarantine, tally)
             run_queries([query], args, until=files.done)
 
         banner("3. What this run did")
-        read_now = sorted(checkpoints.source_files(checkpoint) - files_before)
+        read_now = sorted(checkpoints.source_files(checkpoint, committed_only=True) - files_before)
         print(f"Already read by earlier runs (the checkpoint's list): {len(files_before)} file(s)")
         print(f"Read in this run: {len(read_now)} file(s)" + (f": {', '.join(read_now)}" if read_now else ""))
         print(f"Old files read again: {len(set(tally['files']) & files_before)}")

@@ -61,17 +61,26 @@ def forget_last_commit(checkpoint: Path) -> int | None:
     return last
 
 
-def source_files(checkpoint: Path) -> set[str]:
+def source_files(checkpoint: Path, *, committed_only: bool = False) -> set[str]:
     """The names of the files a query's file source has read, from its checkpoint.
 
     The file source logs the files of each micro-batch under ``sources/<source>/<batch>``
     (every tenth log also repeats the ones before it, as ``<batch>.compact``): a version
     line ("v1"), then one JSON object per file, whose "path" is a URI. It is an internal
     format, read here only to show the learner what the checkpoint remembers.
+
+    A batch's files are logged when it is planned, before it runs. With ``committed_only``,
+    only the batches the sink committed count: a planned batch that a stop or crash cut off
+    runs again with the same files on the next start (a replay, not a second read).
     """
+    through = last_commit(checkpoint) if committed_only else None
+    if committed_only and through is None:
+        return set()
     names = set()
     for log in (checkpoint / "sources").glob("*/*"):
         if log.name.startswith("."):  # .crc checksums, files being written
+            continue
+        if through is not None and int(log.name.removesuffix(".compact")) > through:
             continue
         for line in log.read_text(encoding="utf-8").splitlines():
             if line.startswith("{"):

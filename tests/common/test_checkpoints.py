@@ -52,3 +52,9 @@ def test_source_files_are_the_names_the_file_source_logged(tmp_path):
 
     assert checkpoints.source_files(tmp_path / "query") == {"tx-1.json", "tx-2.json", "tx 3.json"}
     assert checkpoints.source_files(tmp_path / "missing") == set()
+
+    # Committed batches only: batch 1 was planned (its files logged) but never committed.
+    (tmp_path / "query" / "commits").mkdir()
+    assert checkpoints.source_files(tmp_path / "query", committed_only=True) == set()
+    (tmp_path / "query" / "commits" / "0").write_text("v1\n{}\n")
+    assert checkpoints.source_files(tmp_path / "query", committed_only=True) == {"tx-1.json"}
