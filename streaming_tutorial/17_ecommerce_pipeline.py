@@ -173,8 +173,8 @@ def start_queries(parsed: DataFrame, folder: Path, checkpoints: Path, trigger, k
                     trigger("large_purchases"), write=lambda batch, batch_id: alerts.write_alerts_once(
                         to_dicts(batch), batch_id, "large_purchases", folder / "alerts", kafka)),
         # The same windows in append mode: a row once the watermark closes its window, never again.
-        start_query(build_category_revenue(events), "revenue_drops", "append", checkpoints,
-                    trigger("revenue_drops"), write=lambda batch, batch_id: write_drops(batch, batch_id, folder, kafka)),
+        start_query(build_category_revenue(events), "revenue_drops", "append", checkpoints, trigger("revenue_drops"),
+                    write=lambda batch, batch_id: write_drops(batch, batch_id, folder, kafka)),
         sources.start_quarantine(sources.quarantined(parsed, *(["source_file"] if "source_file" in parsed.columns
                                                                  else ["source_partition", "source_offset"])),
                                  folder / "quarantine", checkpoints / "quarantine", trigger("quarantine"),
