@@ -15,6 +15,7 @@ A failure names its seed. To reproduce it, or to try other points:
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import time
@@ -33,8 +34,7 @@ RECORDS_PER_FILE = 10
 MAX_NEW_FILES = 3  # per cycle
 MAX_DELAY_SECONDS = 6.0  # a random kill lands within this long after the child's queries started
 PAUSES = ("delta@before-sink", "delta@after-sink", "database@after-sink")  # before Delta, between, after both
-
-pytestmark = pytest.mark.crash
+KINDS = ("delay", *PAUSES)
 
 
 def seed_and_cycles() -> tuple[int, int]:
@@ -54,13 +54,18 @@ class Kill:
         return f"after {self.delay:.1f} s" if self.pause == "" else f"at {self.pause} of batch {self.batch}"
 
 
-def draw_kill(rng: random.Random, first_batch: int, pending_files: int) -> Kill:
+def draw_kinds(rng: random.Random, cycles: int) -> list[str]:
+    """Each cycle's kind of kill: every kind once in the first cycles (in a random order), then any."""
+    return rng.sample(KINDS, len(KINDS))[:cycles] + [rng.choice(KINDS) for _ in range(cycles - len(KINDS))]
+
+
+def draw_kill(rng: random.Random, kind: str, first_batch: int, pending_files: int) -> Kill:
     """The cycle's new files and its kill point. A pause names a batch this cycle is sure to run: one
     batch per input file the batches query has not committed, from ``first_batch`` on."""
     new_files = rng.randint(1, MAX_NEW_FILES)
-    if rng.random() < 0.4:
+    if kind == "delay":
         return Kill(new_files, delay=round(rng.uniform(0.0, MAX_DELAY_SECONDS), 1))
-    return Kill(new_files, pause=rng.choice(PAUSES), batch=first_batch + rng.randrange(pending_files + new_files))
+    return Kill(new_files, pause=kind, batch=first_batch + rng.randrange(pending_files + new_files))
 
 
 def next_batch(checkpoint: Path) -> int:
@@ -81,10 +86,19 @@ def add_files(where, seed: int, first_file: int, count: int) -> list[str]:
 
 
 def drained(where) -> bool:
-    """The batches query has read and committed every input file: no drawn batch is still to come."""
+    """The batches query has planned and committed every input file: no drawn batch is still to come.
+
+    The file source logs a batch's files (sources/0/N) while planning it, BEFORE offsets/ names the
+    batch: "planned" means the last offsets file covers the source log's last entry.
+    """
     checkpoint = where.checkpoints / "batches"
     offsets, commits = (checkpoints.batch_ids(checkpoint / log) for log in ("offsets", "commits"))
-    return (bool(commits) and offsets[-1] == commits[-1]
+    if not commits or offsets[-1] != commits[-1]:
+        return False
+    source_log = [int(path.name.removesuffix(".compact")) for path in (checkpoint / "sources" / "0").iterdir()
+                  if path.name.removesuffix(".compact").isdigit()]  # every tenth entry is "<N>.compact"
+    covered = json.loads((checkpoint / "offsets" / str(offsets[-1])).read_text().splitlines()[-1])["logOffset"]
+    return (max(source_log) == covered
             and checkpoints.source_files(checkpoint) >= {path.name for path in where.input.glob("*.json")})
 
 
@@ -119,6 +133,7 @@ def file_sink_rows(spark, folder: Path) -> tuple[list[str], int]:
     return [row[0] for row in committed], on_disk
 
 
+@pytest.mark.crash
 def test_kill_cycles_at_random_points_lose_and_duplicate_nothing_in_delta_a_database_and_a_file_sink(
         spark, tmp_path, capsys):
     seed, cycles = seed_and_cycles()
@@ -129,9 +144,9 @@ def test_kill_cycles_at_random_points_lose_and_duplicate_nothing_in_delta_a_data
     print(reproduce)
     input_ids, written = [], 0
     try:
-        for cycle in range(1, cycles + 1):
+        for cycle, kind in enumerate(draw_kinds(rng, cycles), start=1):
             first_batch = next_batch(where.checkpoints / "batches")
-            kill = draw_kill(rng, first_batch, written - first_batch)
+            kill = draw_kill(rng, kind, first_batch, written - first_batch)
             input_ids += add_files(where, seed, written, kill.new_files)
             written += kill.new_files
             held = run_cycle(where, root, cycle, kill)
@@ -152,3 +167,40 @@ def test_kill_cycles_at_random_points_lose_and_duplicate_nothing_in_delta_a_data
     except Exception as error:
         error.add_note(f"kill cycles: {reproduce}")
         raise
+
+
+# --- the plan and the idle check, without Spark (in the default run) -------------------------------
+
+
+def test_a_seed_draws_the_same_kills_and_every_kind_in_the_first_cycles():
+    def plan(seed: int) -> list[str]:
+        rng = random.Random(seed)
+        return [str(draw_kill(rng, kind, 0, 0)) for kind in draw_kinds(rng, 6)]
+
+    assert plan(9) == plan(9) and plan(9) != plan(10)
+    kinds = draw_kinds(random.Random(9), 6)
+    assert sorted(kinds[:len(KINDS)]) == sorted(KINDS) and set(kinds) <= set(KINDS)
+
+
+def write_log(folder: Path, name: str, *lines: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text("".join(line + "\n" for line in ("v1", *lines)))
+
+
+def test_drained_needs_every_file_planned_and_committed_reading_compacted_source_logs(tmp_path):
+    where = crash_child.folders(tmp_path)
+    batches = where.checkpoints / "batches"
+    for number in range(10):  # one file per batch, batches 0..9; the file source writes entry 9 as 9.compact
+        crash.write_records(where.input, f"part-{number:03d}.json", [])
+        source = f'{{"path":"file://{where.input}/part-{number:03d}.json","timestamp":1,"batchId":{number}}}'
+        write_log(batches / "sources" / "0", f"{number}.compact" if number == 9 else str(number), source)
+    for number in range(9):
+        write_log(batches / "offsets", str(number), "{}", f'{{"logOffset":{number}}}')
+        write_log(batches / "commits", str(number), "{}")
+    assert not drained(where)  # part-009 is in the source log (9.compact), but no offsets file names it yet
+    write_log(batches / "offsets", "9", "{}", '{"logOffset":9}')
+    assert not drained(where)  # batch 9 planned, not committed
+    write_log(batches / "commits", "9", "{}")
+    assert drained(where)
+    crash.write_records(where.input, "part-010.json", [])
+    assert not drained(where)  # a file the source has not seen
