@@ -19,6 +19,7 @@ see ``quarantine_reason``); fields the schema does not name are ignored.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -86,8 +87,13 @@ def kafka_text(raw: DataFrame) -> DataFrame:
     )
 
 
-def parse_json(lines: DataFrame, schema: StructType, *, text: str = "value") -> DataFrame:
+def parse_json(lines: DataFrame, schema: StructType, *, text: str = "value",
+               columns: Sequence[str] | None = None) -> DataFrame:
     """Add the record's fields (parsed from the ``text`` column) and its ``quarantine_reason``.
+
+    The result keeps the input's ``columns`` (default: all of them). Naming them spares asking
+    ``lines`` for its columns, which analyses it: a Spark Declarative Pipeline refuses that
+    inside a table's definition (lesson 18).
 
     PERMISSIVE parsing never fails the query: a record that does not fit the schema
     comes back with nulls, and its text in ``_corrupt_record``. Fields the schema does not
@@ -107,7 +113,8 @@ def parse_json(lines: DataFrame, schema: StructType, *, text: str = "value") -> 
         .withColumn(AS_TEXT_COLUMN, F.from_json(F.col(JSON_COLUMN), as_text, options))
     )
     values = [F.col(f"{RECORD_COLUMN}.{field.name}").alias(field.name) for field in schema.fields]
-    return parsed.select(*lines.columns, *values, quarantine_reason(schema, text).alias(REASON_COLUMN))
+    kept = lines.columns if columns is None else columns
+    return parsed.select(*kept, *values, quarantine_reason(schema, text).alias(REASON_COLUMN))
 
 
 def quarantine_reason(schema: StructType, text: str = "value") -> Column:

@@ -1,0 +1,300 @@
+"""Run a Spark Declarative Pipeline with the ``spark-pipelines`` command, as a learner would.
+
+A pipeline is a folder: a spec (``spark-pipeline.yml``) and the files that declare its tables
+(``.py`` with ``pyspark.pipelines`` decorators, ``.sql`` with ``CREATE ... TABLE/VIEW``). The
+command reads them, starts its own local Spark (a Spark Connect server) and updates every
+table. What it needs from us, written once here (``prepare``):
+
+- a copy of the folder whose spec names this run's ``storage`` (it must be an absolute URI);
+- a ``SPARK_CONF_DIR`` with a ``spark-defaults.conf``: the Hive catalog (without it a second
+  ``run`` fails with LOCATION_ALREADY_EXISTS), the warehouse and metastore folders, the
+  course's log4j configuration and JVM options (so the output is not buried in warnings);
+- ``PYTHONPATH`` with ``streaming_tutorial/``, so the definitions can import ``common``.
+
+``run`` starts the command in a process group of its own, keeps its whole output in a log
+file, shows the lines about the pipeline (flows, the run's state), and turns a failure into
+advice. Ctrl-C stops the whole group (the command, its Python client and its JVMs).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from . import paths
+from .crash import group_members
+from .errors import CourseError
+from .session import DRIVER_JAVA_OPTIONS
+
+PIPELINES_DIR = paths.LESSONS_DIR / "pipelines"
+SPEC_NAME = "spark-pipeline.yml"
+# The command starts its own local Spark Connect server: --remote, never --master (refused).
+# Two cores, like the course's sessions: a pipeline run must not take a shared laptop's every core.
+REMOTE = "local[2]"
+STOP_WAIT_SECONDS = 10  # after Ctrl-C: how long the JVMs get to shut down before SIGKILL
+SAMPLE_SECONDS = 0.5  # how often the CPU time of the command's processes is read
+LOG_TAIL_LINES = 12
+# "2026-01-15 10:30:00: Flow spark_catalog.default.gold_funnel is RUNNING." (the CLI's event lines)
+EVENT_LINE = re.compile(r"^\d{4}-\d\d-\d\d (\d\d:\d\d:\d\d): (.*)$")
+FLOW_LINE = re.compile(r"^Flow (?:[\w`]+\.)*`?(\w+)`? (?:is|has) (\w+)")
+# Event lines not worth a learner's attention: the CLI's own steps before the run.
+QUIET_EVENTS = ("Loading pipeline spec", "Creating Spark session", "Creating dataflow graph",
+                "Registering graph elements", "Loading definitions", "Found ", "Starting run")
+SHOWN_STATES = {"COMPLETED", "FAILED", "SKIPPED", "EXCLUDED", "STOPPED"}  # a flow's last word
+
+
+@dataclass
+class Pipeline:
+    """One pipeline of the course (``PIPELINES_DIR/name``) and the folder its runs use."""
+
+    name: str
+    home: Path  # what a run writes: the spec's copy, the warehouse, the metastore, the logs
+    storage: Path  # the spec's storage: the checkpoints of the streaming tables
+
+    @property
+    def source(self) -> Path:
+        return PIPELINES_DIR / self.name
+
+    @property
+    def spec(self) -> Path:
+        return self.home / "pipeline" / SPEC_NAME
+
+    @property
+    def warehouse(self) -> Path:
+        return self.home / "warehouse"
+
+    @property
+    def conf_dir(self) -> Path:
+        return self.home / "conf"
+
+    @property
+    def logs(self) -> Path:
+        return self.home / "logs"
+
+    def table(self, name: str) -> Path:
+        """Where the Hive catalog keeps table ``name`` of the default database."""
+        return self.warehouse / name
+
+
+@dataclass
+class RunResult:
+    action: str
+    seconds: float
+    cpu_seconds: float | None  # CPU time of every process of the command (None where /proc is missing)
+    processes: int  # how many processes it started (the Python client, its JVMs)
+    jvms: int
+    flows: dict[str, str] = field(default_factory=dict)  # flow -> its last state
+    log: Path | None = None
+
+
+class PipelineError(CourseError):
+    """spark-pipelines failed: the message says what to do, with the command's own words."""
+
+
+def prepare(pipeline: Pipeline) -> None:
+    """Copy the pipeline's folder next to a spec that names this run's storage; write the Spark config."""
+    target = pipeline.spec.parent
+    if target.exists():
+        shutil.rmtree(target)  # a fresh copy each time: a learner's edit of the source is picked up
+    shutil.copytree(pipeline.source, target, ignore=shutil.ignore_patterns("__pycache__"))
+    spec = pipeline.spec.read_text(encoding="utf-8")
+    storage = f"storage: {pipeline.storage.resolve().as_uri()}"
+    pipeline.spec.write_text(re.sub(r"(?m)^storage:.*$", storage, spec, count=1), encoding="utf-8")
+    pipeline.storage.mkdir(parents=True, exist_ok=True)
+    pipeline.conf_dir.mkdir(parents=True, exist_ok=True)
+    lines = [f"{key} {value}" for key, value in spark_defaults(pipeline).items()]
+    (pipeline.conf_dir / "spark-defaults.conf").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def spark_defaults(pipeline: Pipeline) -> dict[str, str]:
+    """The server's configuration: spark-pipelines reads it from SPARK_CONF_DIR when it starts Spark."""
+    metastore = pipeline.home / "metastore_db"
+    return {
+        # Tables in a Hive catalog (an embedded Derby database in this folder): the catalog
+        # remembers them, so a second run updates them instead of refusing their folders.
+        "spark.sql.catalogImplementation": "hive",
+        "spark.sql.warehouse.dir": str(pipeline.warehouse.resolve()),
+        "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={metastore.resolve()};create=true",
+        # The tables are Parquet (Spark's default format). Delta tables would need spark.jars.packages
+        # (delta-spark; --packages on the command line does not reach the server), the Delta
+        # extension and catalog, and spark.sql.sources.default=delta: measured on 2 cores, a run
+        # then took 31-34 s and 36-43 CPU-s instead of about 18 s and 20 CPU-s.
+        # The course's session defaults (common/session.py): its logging and JVM options, derby.log here.
+        "spark.driver.extraJavaOptions": " ".join([*DRIVER_JAVA_OPTIONS, f"-Dderby.system.home={pipeline.home.resolve()}"]),
+        "spark.sql.shuffle.partitions": "2",
+        "spark.default.parallelism": "2",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.host": "127.0.0.1",
+    }
+
+
+def command(pipeline: Pipeline, action: str) -> list[str]:
+    """The command line a learner would type (from the venv): ``spark-pipelines <action> --spec ...``."""
+    executable = Path(sys.executable).parent / "spark-pipelines"
+    return [str(executable), action, "--spec", str(pipeline.spec), "--remote", REMOTE]
+
+
+def environment(pipeline: Pipeline) -> dict[str, str]:
+    python_path = os.pathsep.join(filter(None, [str(paths.LESSONS_DIR), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "SPARK_CONF_DIR": str(pipeline.conf_dir.resolve()), "PYTHONPATH": python_path,
+            "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1", "TZ": "UTC",
+            "PYTHONUNBUFFERED": "1"}
+
+
+def shell_line(pipeline: Pipeline, action: str) -> str:
+    """The same command as one line for a terminal, with the two variables it needs."""
+    home = paths.display(pipeline.home)
+    return (f"SPARK_CONF_DIR={home}/conf PYTHONPATH=streaming_tutorial .venv/bin/spark-pipelines {action} "
+            f"--spec {home}/pipeline/{SPEC_NAME} --remote \"{REMOTE}\"")
+
+
+def run(pipeline: Pipeline, action: str, show: Callable[[str], None] = print) -> RunResult:
+    """Run ``spark-pipelines <action>`` (dry-run, run) and wait for it; PipelineError if it fails.
+
+    Every line goes to ``logs/<action>-N.log``; the lines about the pipeline go to ``show``.
+    """
+    pipeline.logs.mkdir(parents=True, exist_ok=True)
+    log = pipeline.logs / f"{action}-{len(list(pipeline.logs.glob(f'{action}-*.log'))) + 1}.log"
+    started = time.monotonic()
+    flows: dict[str, str] = {}
+    with open(log, "w", encoding="utf-8") as handle:
+        process = subprocess.Popen(command(pipeline, action), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, env=environment(pipeline), text=True,
+                                   start_new_session=True)  # its own group: Ctrl-C here stops all of it
+        meter = CpuMeter(process.pid)
+        try:
+            for line in process.stdout:
+                handle.write(line)
+                shown = event_to_show(line.rstrip("\n"), flows)
+                if shown:
+                    show(shown)
+            process.wait()
+        except BaseException:  # Ctrl-C (KeyboardInterrupt) or any failure here: leave no JVM behind
+            stop_group(process)
+            raise
+        finally:
+            meter.stop()
+    result = RunResult(action, time.monotonic() - started, meter.cpu_seconds(), len(meter.seen), meter.jvms(), flows,
+                       log)
+    if process.returncode != 0:
+        raise PipelineError(failure_advice(log.read_text(encoding="utf-8", errors="replace"), log))
+    return result
+
+
+def event_to_show(line: str, flows: dict[str, str]) -> str | None:
+    """The text to show for one output line, or None; remembers each flow's latest state in ``flows``."""
+    match = EVENT_LINE.match(line)
+    if not match:
+        return None
+    clock, message = match.groups()
+    if message.startswith(QUIET_EVENTS):
+        return None
+    flow = FLOW_LINE.match(message)
+    if flow:
+        name, state = flow.groups()
+        flows[name] = state
+        if state not in SHOWN_STATES:
+            return None
+        return f"  {clock}  {name}: {state.lower()}" + (message[flow.end():].rstrip(".") if state == "FAILED" else "")
+    if message.startswith("Importing ") or message.startswith("Registering SQL file "):
+        return f"  {clock}  read {Path(message.split(' ', 2)[-1].rstrip('.')).name}"
+    return f"  {clock}  {message}"
+
+
+def stop_group(process: subprocess.Popen, wait: float = STOP_WAIT_SECONDS) -> None:
+    """SIGTERM the command's process group (its JVMs shut down cleanly), SIGKILL what is left after ``wait``."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait
+        while group_alive(process.pid) and time.monotonic() < deadline:
+            process.poll()  # reap the leader, so it does not count as alive
+            time.sleep(0.1)
+        if not group_alive(process.pid):
+            process.wait()
+            return
+
+
+def group_alive(pgid: int) -> bool:
+    return bool(group_members(pgid))  # living members only: a zombie has ended
+
+
+class CpuMeter:
+    """CPU seconds used by a process group, read from /proc every SAMPLE_SECONDS (Linux only).
+
+    Each process counts with the last value read before it ended, so a short run is measured
+    a little low (by at most SAMPLE_SECONDS of each process's last moments).
+    """
+
+    def __init__(self, pgid: int) -> None:
+        self.pgid, self.seen, self.names = pgid, {}, {}
+        self._ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True, name="pipeline-cpu")
+        self._thread.start()
+
+    def _sample(self) -> None:
+        proc = Path("/proc")
+        while proc.is_dir():
+            for entry in proc.iterdir():
+                if not entry.name.isdigit():
+                    continue
+                try:
+                    stat = (entry / "stat").read_text()
+                except OSError:
+                    continue
+                fields = stat[stat.rindex(")") + 2:].split()
+                if int(fields[2]) == self.pgid:  # utime and stime are fields 14 and 15 of stat
+                    self.seen[entry.name] = max(self.seen.get(entry.name, 0), int(fields[11]) + int(fields[12]))
+                    self.names[entry.name] = stat[stat.index("(") + 1:stat.rindex(")")]
+            if self._done.wait(SAMPLE_SECONDS):
+                return
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def cpu_seconds(self) -> float | None:
+        return sum(self.seen.values()) / self._ticks if self.seen else None
+
+    def jvms(self) -> int:
+        return sum(name == "java" for name in self.names.values())
+
+
+# What a failure's output says -> what to do. The first match wins; the command's own words follow.
+KNOWN_FAILURES = (
+    ("No module named 'yaml'",
+     "spark-pipelines needs the [pipelines] extra of pyspark (pyyaml and the Spark Connect client). "
+     "Install the course's requirements: pip install -r requirements.txt"),
+    ("LOCATION_ALREADY_EXISTS",
+     "A table's folder exists but the catalog does not know the table: a second run without the Hive "
+     "catalog, or a metastore that was deleted while the warehouse stayed. Run the lesson with --reset."),
+    ("JAVA_GATEWAY_EXITED",
+     "spark-pipelines could not start its Spark server. Run 'python streaming_tutorial/00_setup_environment.py' "
+     "to check Java and pyspark."),
+    ("Traceback (most recent call last)",
+     "A Python error: in one of the pipeline's files (its name is in the traceback) or in the command itself."),
+)
+ERROR_CLASS = re.compile(r"\[([A-Z][A-Z0-9_]+(?:\.[A-Z0-9_]+)*)\][^\n]*")
+
+
+def failure_advice(output: str, log: Path) -> str:
+    """One paragraph for a failed run: the known cause if any, the error line, and where the whole log is."""
+    advice = next((text for marker, text in KNOWN_FAILURES if marker in output), "spark-pipelines failed.")
+    error = ERROR_CLASS.search(output)
+    lines = [line for line in output.splitlines() if line.strip() and not line.startswith(("\tat ", "        at "))]
+    said = error.group(0)[:300] if error else "\n".join(lines[-LOG_TAIL_LINES:])
+    return f"{advice}\nspark-pipelines said:\n  {said}\nIts whole output: {paths.display(log)}"
