@@ -7,9 +7,10 @@ delivers them once it is back) and after each outage, and counted by id in the D
 
 - a short outage: the broker is stopped and started again while the query runs. The query waits (its
   offset requests retry for Kafka's default.api.timeout.ms, a minute) and goes on by itself;
-- a long outage: the query gives up and fails. With the defaults that takes a few minutes (three offset
-  requests of a minute each); this query asks for 3 s timeouts so it fails in seconds, with the same
-  error. ``common.kafka.explain_failure`` turns it into the course's advice; the broker comes back and a
+- a long outage: the query gives up and fails. Spark tries three times to get the latest offsets, each
+  attempt waiting Kafka's default.api.timeout.ms (a minute: about three minutes with the defaults); this
+  query asks for 3 s so it fails in about ten seconds, with the same error ("Timed out waiting for a
+  node assignment"). ``common.kafka.explain_failure`` turns it into the course's advice; the broker comes back and a
   restart on the same checkpoint reads on from where the query stopped.
 """
 
@@ -25,7 +26,6 @@ from pyspark.sql import functions as F
 from common import config, crash, kafka_broker
 from common.kafka import ensure_topics, explain_failure
 from common.runner import stop_between_batches
-from common.sources import read_kafka
 from conftest import free_port
 
 TOPIC = "outage"
@@ -129,7 +129,10 @@ def asking_for_offsets(query) -> bool:
 
 def test_a_broker_outage_is_waited_out_or_explained_and_a_restart_loses_and_duplicates_nothing(spark, tmp_path):
     table, checkpoint = tmp_path / "messages", tmp_path / "checkpoint"
-    read_ids = lambda: [row[0] for row in spark.read.format("delta").load(str(table)).select("message_id").collect()]  # noqa: E731
+
+    def read_ids() -> list[str]:
+        return [row[0] for row in spark.read.format("delta").load(str(table)).select("message_id").collect()]
+
     with own_broker(tmp_path / "kafka") as broker:
         ensure_topics(broker.bootstrap, [TOPIC], partitions=PARTITIONS)
         producer = Producer(broker.bootstrap)
