@@ -3,8 +3,9 @@
 What you'll learn
   - One source, several queries at once, each with its own checkpoint, output mode, sink and
     trigger: revenue per category (5-min windows, update), the funnel (2-min windows, complete,
-    a memory table asked with SQL), sessions (session_window, append), trending products
-    (complete, into Delta), alerts, and a quarantine for lines that are no event.
+    a memory table asked with SQL), sessions (session_window, append; a 1-minute gap, not a
+    shop's 20, as the simulator's shoppers click seconds apart), trending products (complete,
+    into Delta), alerts, and a quarantine for lines that are no event.
   - Alerts (large purchases, a category's revenue dropping well below its recent average)
     written once per alert: by batch id, so a replayed micro-batch writes nothing twice.
   - A terminal dashboard (rich) fed by the sinks and each query's progress: batch duration,
@@ -21,15 +22,26 @@ Run
   Outputs under output/17_ecommerce_pipeline/ (the PNG: pipeline.png); --reset starts over.
 
 What you'll see
-  (not a terminal, so the dashboard is printed every 10 s; figures depend on the files there)
-  Shop pipeline, 31 s
-  Revenue per category (latest window 11:05-11:10)
+  (a first run, not on a terminal: the dashboard every 10 s; on a terminal it redraws in place.
+  Batch times and rates vary from run to run)
+  Shop pipeline, 32 s
+  Revenue per category (latest window 11:10-11:15)
+    category     purchases  revenue  all windows
+    Electronics  5          4999.91  25499.43
   ...
-  Queries
+  Funnel: views 755 -> carts 183 (24.2%) -> purchases 122 (66.7%); overall 16.2%
+  ...
+  Sessions: 44 open (in state), 248 closed, 98 ended in a purchase (39.5%)
+  Alerts: 6, the latest:
+    11:10:57 large purchase: USER-2021 Laptop Pro 15 x3 = 3899.97
+  ...
     query            batch  batch ms  rows/s in  watermark  state rows
-    revenue          5      1390      25.1       10:55:51   14
+    revenue          6      883       16.0       10:59:53   16
+    funnel           10     834       40.1       -          22
   ...
-  Funnel rates: view -> cart 27.9%, cart -> purchase 57.1%, view -> purchase 15.9% (...)
+  Top categories by revenue: Electronics 25499.43, Home 5680.51, Sports 5477.11, Fashion 2979.44
+  ...
+    10:55 revenue drop: Fashion 24.99 (recent average 369.92)
   Saved output/17_ecommerce_pipeline/pipeline.png: revenue per category over time, and the funnel.
 """
 

@@ -93,7 +93,7 @@ def write_alerts_once(alerts: Sequence[dict], batch_id: int, kind: str, folder: 
     """Write a batch's alerts once: to ``folder/<kind>-batch-<id>.json``, or to Kafka (bootstrap, topic).
 
     Files: a replayed batch rewrites its file with the same lines. Kafka cannot take a message
-    back, so a marker file ``folder/sent/<kind>-<id>`` records each batch sent, after Kafka
+    back, so a marker file ``folder/sent/<kind>-<id>`` records each batch sent (and how many), after Kafka
     acknowledged it; a replay finds it and sends nothing. (A crash between the send and the
     marker still sends twice: every alert carries its ``alert_id`` as key, for consumers to
     drop repeats. Exactly-once into Kafka needs Kafka transactions.) Returns the alerts written.
@@ -114,10 +114,17 @@ def write_alerts_once(alerts: Sequence[dict], batch_id: int, kind: str, folder: 
         producer.flush()
     finally:
         producer.close()
-    write_atomically(marker.parent, marker.name, "")
+    write_atomically(marker.parent, marker.name, str(len(alerts)))
     return len(alerts)
 
 
+def sent_to_kafka(folder: Path) -> int:
+    """How many alerts ``write_alerts_once`` sent to Kafka from ``folder`` (its marker files say)."""
+    return sum(int(marker.read_text() or 0) for marker in (folder / "sent").glob("*-*"))
+
+
 def read_alerts(folder: Path) -> list[dict]:
-    """Every alert written to files in ``folder`` (of every kind), in batch order."""
-    return sorted(read_batch_files(folder, "*-"), key=lambda alert: (alert["batch_id"], alert["alert_id"]))
+    """Every alert written to files in ``folder`` (of every kind), by event time: a large purchase's, a
+    revenue drop's window start."""
+    return sorted(read_batch_files(folder, "*-"), key=lambda alert: (alert.get("timestamp") or alert["window_start"],
+                                                                     alert["alert_id"]))

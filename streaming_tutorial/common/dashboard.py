@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .alerts import describe_alert, latest_per_key, read_alerts, read_batch_files
+from .alerts import describe_alert, latest_per_key, read_alerts, read_batch_files, sent_to_kafka
 from .timestamps import parse_iso
 
 REFRESH_PER_SECOND = 4
@@ -150,7 +150,8 @@ class ShopBoard:
             products=self.read_products(),
             sessions=(None, len(sessions), sum(row["purchased"] for row in sessions),
                       sum(row["seconds"] for row in sessions) / len(sessions) if sessions else 0.0),
-            alerts=[describe_alert(alert) for alert in reversed(alerts)], alert_count=len(alerts))
+            alerts=[describe_alert(alert) for alert in reversed(alerts)],
+            alert_count=len(alerts) + sent_to_kafka(self.folder / "alerts"))
 
     def read_products(self) -> list[tuple[str, int, int, int]]:
         if not (self.trending / "_delta_log").is_dir():
@@ -180,7 +181,7 @@ class Dashboard:
                  every_seconds: float = PLAIN_EVERY_SECONDS, out=print) -> None:
         self.figures, self.every_seconds, self.out = figures, every_seconds, out
         self.live = sys.stdout.isatty() if live is None else live
-        self.last_text, self.last_print, self._live = "", 0.0, None
+        self.last_text, self.last_print, self.printed, self._live = "", 0.0, "", None
 
     def text(self) -> str:
         try:
@@ -204,13 +205,20 @@ class Dashboard:
         """Plain mode: print the dashboard if ``every_seconds`` have passed since the last print."""
         if not self.live and time.monotonic() - self.last_print >= self.every_seconds:
             self.last_print = time.monotonic()
-            self.out(self.text() + "\n")
+            self.show()
+
+    def show(self) -> None:
+        """Print the dashboard, unless it has not changed since the last print (but for its clock)."""
+        text = self.text()
+        if text.split("\n", 1)[-1] != self.printed.split("\n", 1)[-1]:
+            self.printed = text
+            self.out(text + "\n")
 
     def __exit__(self, *exc) -> None:
         if self._live is not None:
             self._live.stop()  # the last frame stays on the screen
         else:
-            self.out(self.text() + "\n")
+            self.show()
 
 
 def plot_pipeline(revenue: Sequence[dict], funnel: Sequence, target: Path) -> Path:

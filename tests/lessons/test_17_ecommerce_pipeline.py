@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from dataclasses import replace
 from datetime import timedelta, timezone
 
 import pytest
@@ -196,10 +197,12 @@ Queries
 
 
 def test_off_a_terminal_the_dashboard_is_printed_every_few_seconds_and_at_the_end():
-    printed = []
-    with dashboard.Dashboard(lambda: SNAPSHOT, live=False, every_seconds=0, out=printed.append) as screen:
+    printed, later = [], replace(SNAPSHOT, alert_count=2)
+    frames = iter([SNAPSHOT, replace(SNAPSHOT, seconds=41.0), later])
+    with dashboard.Dashboard(lambda: next(frames), live=False, every_seconds=0, out=printed.append) as screen:
         screen.tick()
-    assert printed == [dashboard.render(SNAPSHOT) + "\n"] * 2
+        screen.tick()  # only the clock moved: not printed again
+    assert printed == [dashboard.render(SNAPSHOT) + "\n", dashboard.render(later) + "\n"]  # the last at the end
     report = {"batchId": 7, "durationMs": {"triggerExecution": 640, "addBatch": 500}, "inputRowsPerSecond": 3.5,
               "eventTime": {"watermark": "2025-01-15T10:31:40.000Z"}, "stateOperators": [{"numRowsTotal": 9}]}
     assert dashboard.query_line("sessions", report) == dashboard.QueryLine("sessions", 7, 640, 3.5, "10:31:40", 9)
