@@ -223,6 +223,7 @@ def kafka_report_header() -> str:
 # The grouping needs pytest < 9.2 (see requirements.txt); the controller checks that it held.
 JVM_FIXTURES = {"spark", "kafka_bootstrap", "kafka_test_broker", "topic"}
 JVM_GROUP = "jvm"
+CRASH_MARKER = "crash"  # the slow lane: kill -9 cycles, a broker outage (pytest.ini)
 jvm_test_workers: set[str] = set()  # on the controller: the workers that ran a test of the group
 
 
@@ -231,6 +232,21 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if JVM_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.xdist_group(JVM_GROUP))
+    leave_out_the_crash_lane(config, items)
+
+
+def leave_out_the_crash_lane(config, items) -> None:
+    """The slow crash lane runs only when an -m expression names it (``-m crash``).
+
+    pytest.ini's ``-m "not crash"`` is replaced by any -m given on the command line (the last
+    one wins), so ``python course.py test -m "not smoke"`` would otherwise run the lane too.
+    """
+    if CRASH_MARKER in (config.option.markexpr or ""):
+        return
+    crash = [item for item in items if item.get_closest_marker(CRASH_MARKER)]
+    if crash:
+        config.hook.pytest_deselected(items=crash)
+        items[:] = [item for item in items if not item.get_closest_marker(CRASH_MARKER)]
 
 
 def pytest_runtest_logreport(report):

@@ -110,7 +110,15 @@ def test_ci_runs_the_readme_test_command_then_the_crash_lane_then_the_tour_twice
     assert "set -euo pipefail" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 
 
-def test_the_crash_lane_is_left_out_of_the_default_run_and_selected_by_its_marker():
+def collected(*args: str) -> list[str]:
+    """The test ids pytest (with pytest.ini) selects under tests/hardening for ``args``, without running them."""
+    result = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0", *args,
+                             "tests/hardening"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    return [line for line in result.stdout.splitlines() if "::" in line]
+
+
+def test_the_crash_lane_runs_only_when_an_m_expression_names_it():
     ini = configparser.ConfigParser()
     ini.read(ROOT / "pytest.ini")
     addopts = shlex.split(ini["pytest"]["addopts"])
@@ -119,6 +127,12 @@ def test_the_crash_lane_is_left_out_of_the_default_run_and_selected_by_its_marke
     marked = sorted(path.name for path in (ROOT / "tests").rglob("test_*.py")
                     if path != Path(__file__) and "pytest.mark.crash" in path.read_text(encoding="utf-8"))
     assert marked == ["test_broker_outage.py", "test_kill_cycles.py"]
+    lane = collected("-m", "crash")
+    assert sorted(test.split("::")[0].rsplit("/", 1)[-1] for test in lane) == marked
+    # The default run, and an -m of the learner's own (which replaces pytest.ini's), leave the lane out.
+    for args in ((), ("-m", "not smoke")):
+        selected = collected(*args)
+        assert selected and not set(selected) & set(lane), args
 
 
 def test_requirements_are_pinned_and_match_the_delta_jar():
