@@ -1,0 +1,183 @@
+"""Lesson 18: the shop pipeline declared for spark-pipelines.
+
+Without a JVM: the run's folder (spec copy, spark-defaults.conf), the command line, the lines
+shown from the command's output, the advice on a failure, and Ctrl-C stopping the command's
+whole process group. With the real command: one smoke run of the lesson as a learner runs it
+(dry-run, run, new files, run again), whose gold tables are checked exactly against figures
+computed here in plain Python from the simulator's events.
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from collections import defaultdict
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from common import pipelines
+from conftest import load_lesson, prose, run_script
+
+lesson = load_lesson("18_declarative_pipeline")
+
+
+def pipeline_in(tmp_path: Path) -> pipelines.Pipeline:
+    return pipelines.Pipeline("shop", home=tmp_path / "output", storage=tmp_path / "checkpoints")
+
+
+def test_prepare_writes_a_spec_with_this_runs_storage_next_to_a_copy_of_the_definitions(tmp_path):
+    from pyspark.pipelines.cli import load_pipeline_spec
+
+    pipeline = pipeline_in(tmp_path)
+    pipelines.prepare(pipeline)
+    spec = load_pipeline_spec(pipeline.spec)
+    assert (spec.name, spec.storage) == ("shop", (tmp_path / "checkpoints").resolve().as_uri())
+    assert [library.include for library in spec.libraries] == ["transformations/**/*"]
+    copied = sorted(path.name for path in (pipeline.spec.parent / "transformations").iterdir())
+    assert copied == ["bronze.py", "gold.sql", "silver.py"]
+    conf = dict(line.split(" ", 1) for line in (pipeline.conf_dir / "spark-defaults.conf").read_text().splitlines())
+    assert conf["spark.sql.catalogImplementation"] == "hive"  # a second run fails LOCATION_ALREADY_EXISTS without it
+    assert conf["spark.sql.warehouse.dir"] == str(pipeline.warehouse.resolve())
+    assert f"databaseName={(pipeline.home / 'metastore_db').resolve()};" in conf["spark.hadoop.javax.jdo.option.ConnectionURL"]
+    assert "-Dlog4j2.configurationFile=" in conf["spark.driver.extraJavaOptions"]
+
+
+def test_the_command_is_the_venvs_spark_pipelines_with_a_local_remote(tmp_path):
+    pipeline = pipeline_in(tmp_path)
+    line = pipelines.command(pipeline, "dry-run")
+    assert line == [str(Path(sys.executable).parent / "spark-pipelines"), "dry-run", "--spec", str(pipeline.spec),
+                    "--remote", "local[2]"]
+    assert Path(line[0]).is_file()
+    environment = pipelines.environment(pipeline)
+    assert environment["SPARK_CONF_DIR"] == str(pipeline.conf_dir.resolve())
+    assert environment["PYTHONPATH"].split(":")[0].endswith("streaming_tutorial")  # the definitions import common
+
+
+def test_only_the_lines_about_the_pipeline_are_shown_and_every_flows_last_state_is_kept():
+    flows: dict[str, str] = {}
+    lines = [
+        "2026-01-15 10:30:00: Loading pipeline spec from /x/spark-pipeline.yml...",
+        "17:11:57 WARN ObjectStore: Failed to get database default, returning NoSuchObjectException",
+        "2026-01-15 10:30:01: Importing /x/transformations/bronze.py...",
+        "2026-01-15 10:30:01: Registering SQL file /x/transformations/gold.sql...",
+        "2026-01-15 10:30:02: Flow spark_catalog.default.bronze_events is RUNNING.",
+        "2026-01-15 10:30:03: Flow spark_catalog.default.bronze_events has COMPLETED.",
+        "2026-01-15 10:30:04: Flow spark_catalog.default.gold_funnel has FAILED: division by zero.",
+        "2026-01-15 10:30:05: Run is COMPLETED.",
+    ]
+    shown = [pipelines.event_to_show(line, flows) for line in lines]
+    assert [text for text in shown if text] == [
+        "  10:30:01  read bronze.py", "  10:30:01  read gold.sql", "  10:30:03  bronze_events: completed",
+        "  10:30:04  gold_funnel: failed: division by zero", "  10:30:05  Run is COMPLETED."]
+    assert flows == {"bronze_events": "COMPLETED", "gold_funnel": "FAILED"}
+
+
+def test_a_failure_names_the_cause_spark_pipelines_own_words_and_the_log(tmp_path):
+    output = textwrap.dedent("""\
+        Traceback (most recent call last):
+          File "/x/transformations/silver.py", line 18, in parsed_lines
+        pyspark.errors.exceptions.connect.AnalysisException: [TABLE_OR_VIEW_NOT_FOUND] The table or view `bronz` cannot be found.
+        """)
+    advice = pipelines.failure_advice(output, tmp_path / "run-1.log")
+    assert advice.startswith("A Python error: in one of the pipeline's files")
+    assert "[TABLE_OR_VIEW_NOT_FOUND] The table or view `bronz` cannot be found." in advice
+    assert str(tmp_path / "run-1.log") in advice
+    assert pipelines.failure_advice("ModuleNotFoundError: No module named 'yaml'", tmp_path / "x.log").startswith(
+        "spark-pipelines needs the [pipelines] extra")
+
+
+def test_ctrl_c_stops_the_command_and_every_process_it_started(tmp_path, monkeypatch):
+    # A stand-in for spark-pipelines: it prints a pipeline line, starts a child (a JVM's place), and waits.
+    script = tmp_path / "fake.py"
+    script.write_text(textwrap.dedent("""\
+        import subprocess, sys, time
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+        print("2026-01-15 10:30:00: Run is RUNNING.", flush=True)
+        time.sleep(300)
+        """))
+    monkeypatch.setattr(pipelines, "command", lambda pipeline, action: [sys.executable, str(script)])
+    groups = []
+
+    def press_ctrl_c(text: str) -> None:
+        groups.append(text)
+        raise KeyboardInterrupt
+
+    popen, made = pipelines.subprocess.Popen, []
+    monkeypatch.setattr(pipelines.subprocess, "Popen", lambda *a, **k: made.append(popen(*a, **k)) or made[-1])
+    with pytest.raises(KeyboardInterrupt):
+        pipelines.run(pipeline_in(tmp_path), "run", show=press_ctrl_c)
+    assert groups == ["  10:30:00  Run is RUNNING."]
+    assert made[0].returncode is not None  # the command ended and was reaped...
+    assert pipelines.group_members(made[0].pid) == []  # ...and so did the child it started
+
+
+# --- the real command: one run of the lesson ------------------------------------------------------
+
+FIVE_MINUTES, TWO_MINUTES = timedelta(minutes=5), timedelta(minutes=2)
+EVENTS = 100  # 5 files of 20 events: 3 before the first run, 2 before the second
+
+
+def window_start(moment: datetime, size: timedelta) -> datetime:
+    epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
+    return moment - (moment - epoch) % size
+
+
+def expected_gold() -> tuple[list[tuple], list[tuple]]:
+    """Both gold tables computed in plain Python from the simulator's events (the lesson's seed and time)."""
+    generator = load_generator()
+    events = generator.make_ecommerce_events(EVENTS, seed=42, base_time=datetime(2025, 1, 15, 10, 30,
+                                                                                  tzinfo=timezone.utc))
+    revenue, funnel = defaultdict(list), defaultdict(lambda: [0, 0, 0])
+    for event in events:
+        moment = datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00"))
+        if event["event_type"] == "purchase":
+            revenue[(window_start(moment, FIVE_MINUTES), event["category"])].append(event)
+        funnel[window_start(moment, TWO_MINUTES)][("view", "cart", "purchase").index(event["event_type"])] += 1
+    revenue_rows = sorted(
+        (start, start + FIVE_MINUTES, category, len(bought), round(sum(e["price"] * e["quantity"] for e in bought), 2),
+         round(sum(e["price"] for e in bought) / len(bought), 2))
+        for (start, category), bought in revenue.items())
+    funnel_rows = sorted((start, start + TWO_MINUTES, *counts) for start, counts in funnel.items())
+    return revenue_rows, funnel_rows
+
+
+def load_generator():
+    import importlib.util
+
+    from conftest import ROOT
+
+    spec = importlib.util.spec_from_file_location("generate_ecommerce_events",
+                                                  ROOT / "data_generators" / "generate_ecommerce_events.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def read_gold(warehouse: Path, table: str) -> list[tuple]:
+    """A gold table's rows, read from its Parquet files without Spark; times in UTC."""
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(warehouse / table).to_pylist()
+    return sorted(tuple(value.replace(tzinfo=timezone.utc) if isinstance(value, datetime) and value.tzinfo is None
+                        else value for value in row.values()) for row in rows)
+
+
+def test_the_lesson_runs_the_pipeline_twice_and_its_gold_tables_hold_the_exact_figures(course_home):
+    result = run_script("streaming_tutorial/18_declarative_pipeline.py", home=course_home, timeout=400)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    out = prose(result.stdout)
+    assert "Run is COMPLETED." in out
+    assert "run 1 read: events-0001.json, events-0002.json, events-0003.json" in out
+    assert "run 2 read: events-0004.json, events-0005.json, events-typos.json" in out  # only the new files
+    table = [line.split() for line in result.stdout.split("after run 2\n", 1)[1].splitlines()[:5]]
+    assert table == [["bronze_events", "60", "103"], ["silver_events", "60", "100"], ["silver_quarantine", "0", "3"],
+                     ["gold_category_revenue", "4", "4"], ["gold_funnel", "2", "3"]]
+    for reason in ("not a JSON object", "price below 0", "missing user_id"):
+        assert f"|events-typos.json|{reason}" in result.stdout
+    assert "gold_category_revenue: " in out and out.count("equal: True") == 2
+    revenue, funnel = expected_gold()
+    warehouse = course_home / "output" / "18_declarative_pipeline" / "warehouse"
+    assert read_gold(warehouse, "gold_category_revenue") == revenue
+    assert read_gold(warehouse, "gold_funnel") == funnel
