@@ -8,7 +8,10 @@ before Spark's commit, at a random batch of the cycle. After the last cycle one 
 run (in the test's session) finishes the input, and every sink is counted against it by record id:
 0 lost, 0 duplicated.
 
-A failure names its seed. To reproduce it, or to try other points:
+A failure names its seed. The seed fixes the plan: how many files each cycle adds, the order of
+the kinds of kill, the delays. Where a drawn point lands also depends on how far the last child got
+(a batch may read two files after a kill), so a rerun repeats the plan, not the exact timing.
+To rerun a seed, or to try other plans:
 
     CRASH_SEED=1234 CRASH_CYCLES=10 python course.py test -m crash -k kill_cycles
 """
