@@ -6,6 +6,8 @@ What you'll learn
     in Python and SQL files under streaming_tutorial/pipelines/shop/.
   - ``spark-pipelines dry-run`` checks the whole graph without reading data; ``run`` updates every
     table in the order their reads imply, with the checkpoints it manages itself.
+  - A pipeline is submitted to a running Spark Connect endpoint (``--remote sc://host:port``), as
+    to a cluster: here the lesson's own session serves one, so no command starts a Spark of its own.
   - A second run is incremental: streaming tables read only new input; materialized views are
     recomputed in full. The gold views equal lesson 17's queries on the same input.
   - When a declarative pipeline beats hand-written queries, and when it does not.
@@ -13,15 +15,17 @@ What you'll learn
 Run
   python streaming_tutorial/18_declarative_pipeline.py          # --reset: start with empty tables
   It writes 3 event files into data/ecommerce_events if none are there (the shop simulator, a
-  fixed seed and start time), runs spark-pipelines dry-run and run, adds 2 files and a file with
-  broken lines, and runs again. Each command's whole output: output/18_declarative_pipeline/logs.
+  fixed seed and start time), starts its session with a Spark Connect server in it, runs
+  spark-pipelines dry-run and run against that server, adds 2 files and a file with broken lines,
+  and runs again. Each command's whole output: output/18_declarative_pipeline/logs.
 
 What you'll see
-  (a first run on an empty data folder; times and seconds vary)
-    17:50:13  bronze_events: completed
-    17:50:15  silver_events: completed
+  (a first run on an empty data folder; times, seconds and the port vary)
+    ... .venv/bin/spark-pipelines run --spec .../spark-pipeline.yml --remote sc://localhost:51395
+    18:05:37  bronze_events: completed
+    18:05:39  silver_events: completed
     ...
-    17:50:18  Run is COMPLETED.
+    18:05:44  Run is COMPLETED.
   run 2 read: events-0004.json, events-0005.json, events-typos.json
     table                  after run 1  after run 2
     bronze_events          60           103
@@ -31,6 +35,7 @@ What you'll see
     gold_funnel            2            3
   gold_category_revenue: 4 rows, lesson 17's build_category_revenue: 4 rows, equal: True
   gold_funnel: 3 rows, lesson 17's build_funnel: 3 rows, equal: True
+  ... (each command here: dry-run 6 s (4 CPU-s, 1 JVM), run 12 s (4 CPU-s, 1 JVM), run 10 s ...
 """
 
 from __future__ import annotations
@@ -70,13 +75,14 @@ def add_event_files(count: int) -> None:
     subprocess.run([*GENERATOR, "--count", str(count)], check=True)
 
 
-def read_table(spark, pipeline: pipelines.Pipeline, table: str) -> DataFrame:
-    """A pipeline table as the lesson's own session reads it: the Parquet files in the warehouse."""
-    return spark.read.parquet(str(pipeline.table(table)))
+def read_table(spark, table: str) -> DataFrame:
+    """A pipeline table, read from the catalog the pipeline wrote it to (the session's own)."""
+    spark.catalog.refreshTable(table)  # a run changed its files since this session last listed them
+    return spark.table(table)
 
 
-def count_rows(spark, pipeline: pipelines.Pipeline) -> dict[str, int]:
-    return {table: read_table(spark, pipeline, table).count() for table in TABLES}
+def count_rows(spark) -> dict[str, int]:
+    return {table: read_table(spark, table).count() for table in TABLES}
 
 
 def files_read(pipeline: pipelines.Pipeline, table: str = "bronze_events") -> set[str]:
@@ -92,14 +98,14 @@ def read_events(spark) -> DataFrame:
     return sources.valid_records(sources.parse_json(lines, ECOMMERCE_EVENT_SCHEMA), ECOMMERCE_EVENT_SCHEMA)
 
 
-def compare_with_lesson_17(spark, pipeline: pipelines.Pipeline) -> None:
+def compare_with_lesson_17(spark) -> None:
     """Each gold view next to lesson 17's build_... function on the same events: equal, row for row?"""
     lesson_17 = paths.import_lesson("17_ecommerce_pipeline")
     events = read_events(spark)
     for table, builder in COMPARED.items():
-        gold = sorted(read_table(spark, pipeline, table).collect())
+        gold = sorted(read_table(spark, table).collect())
         expected = getattr(lesson_17, builder)(events)
-        mine = sorted(expected.select(*read_table(spark, pipeline, table).columns).collect())
+        mine = sorted(expected.select(*read_table(spark, table).columns).collect())
         print(f"  {table}: {len(gold)} rows, lesson 17's {builder}: {len(mine)} rows, equal: {gold == mine}")
         for row in [row for row in gold if row not in mine][:3] + [row for row in mine if row not in gold][:3]:
             print(f"    differs: {row}")
@@ -108,7 +114,8 @@ def compare_with_lesson_17(spark, pipeline: pipelines.Pipeline) -> None:
 def main(argv: list[str] | None = None) -> None:
     args = cli.lesson_parser(__doc__, simulator=False).parse_args(argv)
     pipeline = pipelines.Pipeline(PIPELINE, home=paths.output_for(LESSON), storage=checkpoint_root(LESSON, args))
-    with lesson_session(LESSON, args) as spark:
+    # The session serves Spark Connect (the plugin and the catalog are read when its JVM starts).
+    with lesson_session(LESSON, args, extra_conf=pipelines.server_conf(pipeline)) as spark:
         banner("1. The pipeline: five tables declared in three files")
         if not list(paths.ECOMMERCE_DIR.glob("events-*.json")):
             add_event_files(FIRST_FILES)
@@ -119,19 +126,21 @@ def main(argv: list[str] | None = None) -> None:
             tables over it, the good events and the quarantine; gold.sql two materialized views
             over silver_events. No file starts a query, names a checkpoint or says what runs
             first: spark-pipelines reads the definitions, orders the tables by what each one
-            reads, and runs them. The command the lesson runs, as you would type it:""")
+            reads, and runs them. The command goes to a Spark Connect endpoint: this lesson's
+            session serves one, as a shared Spark (a cluster) would; --remote "local[2]"
+            would start a private Spark for each command. As you would type it:""")
         print(f"  {pipelines.shell_line(pipeline, 'run')}")
 
         banner("2. spark-pipelines dry-run: the graph checked, no data read")
         dry = pipelines.run(pipeline, "dry-run")
         say(f"""It imported the definitions, resolved every table's reads and schemas, and wrote
             nothing: a typo in a column or a table that reads a missing one fails here, before
-            any data moves ({dry.seconds:.0f} s: even a check starts its own Spark).""")
+            any data moves ({dry.seconds:.0f} s: the graph went to the lesson's session).""")
 
         banner("3. spark-pipelines run: bronze -> silver -> gold")
         read_before = files_read(pipeline)  # on a second run of the lesson: what earlier runs read
         first = pipelines.run(pipeline, "run")
-        after_first, read_first = count_rows(spark, pipeline), files_read(pipeline)
+        after_first, read_first = count_rows(spark), files_read(pipeline)
         print(f"  run 1 read: {', '.join(sorted(read_first - read_before)) or '(no new file)'}")
 
         banner("4. New files arrive; run again: only they are read")
@@ -139,7 +148,7 @@ def main(argv: list[str] | None = None) -> None:
         if not (paths.ECOMMERCE_DIR / TYPOS_FILE).exists():
             files.write_atomically(paths.ECOMMERCE_DIR, TYPOS_FILE, TYPOS)
         second = pipelines.run(pipeline, "run")
-        after_second = count_rows(spark, pipeline)
+        after_second = count_rows(spark)
         print(f"  run 2 read: {', '.join(sorted(files_read(pipeline) - read_first)) or '(no new file)'}")
         print_table(("table", "after run 1", "after run 2"),
                     [(table, after_first[table], after_second[table]) for table in TABLES])
@@ -148,19 +157,20 @@ def main(argv: list[str] | None = None) -> None:
             were recomputed from all of silver_events: always the whole answer. The runs take
             one flow at a time (common/pipelines.py says why): with several, silver started
             alongside bronze and missed what bronze appended in the same run.""")
-        read_table(spark, pipeline, "silver_quarantine").select("source_file", "reason").show(truncate=False)
+        read_table(spark, "silver_quarantine").select("source_file", "reason").show(truncate=False)
 
         banner("5. The gold tables, and lesson 17's figures on the same input")
-        read_table(spark, pipeline, "gold_category_revenue").orderBy("window_start", "category").show(SHOW_ROWS)
-        read_table(spark, pipeline, "gold_funnel").orderBy("window_start").show(SHOW_ROWS)
-        compare_with_lesson_17(spark, pipeline)
+        read_table(spark, "gold_category_revenue").orderBy("window_start", "category").show(SHOW_ROWS)
+        read_table(spark, "gold_funnel").orderBy("window_start").show(SHOW_ROWS)
+        compare_with_lesson_17(spark)
 
         banner("6. When to declare a pipeline, and when to write the queries")
-        costs = ", ".join(f"{run.action} {run.seconds:.0f} s" + (f" ({run.cpu_seconds:.0f} CPU-s)" if run.cpu_seconds
-                                                                   else "") for run in (dry, first, second))
+        costs = ", ".join(f"{run.action} {run.seconds:.0f} s" + (
+            f" ({run.cpu_seconds:.0f} CPU-s, {run.jvms} JVM)" if run.cpu_seconds else "") for run in (dry, first, second))
         say(f"""Declared wins when tables feed tables: the order, the checkpoints, a full refresh of
             one table (run --full-refresh silver_events), a dry-run in CI, one graph to read. It runs
-            as a job (each command here started its own Spark: {costs}), so it suits
+            as a job sent to a Spark endpoint (each command here: {costs}; the one JVM
+            is the command's launcher, the work ran in the lesson's session), so it suits
             refreshes every few minutes or hours. Hand-written queries win for results within
             seconds (a query that keeps running), for sinks a pipeline does not write (Kafka,
             foreachBatch, a live dashboard like lesson 17's), and for control over triggers and

@@ -2,18 +2,24 @@
 
 A pipeline is a folder: a spec (``spark-pipeline.yml``) and the files that declare its tables
 (``.py`` with ``pyspark.pipelines`` decorators, ``.sql`` with ``CREATE ... TABLE/VIEW``). The
-command reads them, starts its own local Spark (a Spark Connect server) and updates every
-table. What it needs from us, written once here (``prepare``):
+command reads them and sends the graph to a Spark Connect endpoint (``--remote sc://...``),
+which updates every table. Here the endpoint is the lesson's own session: ``server_conf`` makes
+it run the Spark Connect server as a plugin (as pyspark's ``remote("local")`` does), so every
+command talks to the one JVM that is already up instead of starting a Spark of its own
+(``--remote "local[2]"`` would: 12-21 CPU-s per command on 2 cores). What it needs from us:
 
-- a copy of the folder whose spec names this run's ``storage`` (it must be an absolute URI);
-- a ``SPARK_CONF_DIR`` with a ``spark-defaults.conf``: the Hive catalog (without it a second
-  ``run`` fails with LOCATION_ALREADY_EXISTS), the warehouse and metastore folders, the
-  course's log4j configuration and JVM options (so the output is not buried in warnings);
-- ``PYTHONPATH`` with ``streaming_tutorial/``, so the definitions can import ``common``.
+- ``server_conf``, given to the session when it is created: the plugin, its port and token,
+  the Hive catalog (without it a second ``run`` fails with LOCATION_ALREADY_EXISTS), the
+  warehouse and metastore folders, one flow at a time;
+- a copy of the folder whose spec names this run's ``storage`` (it must be an absolute URI),
+  and a ``SPARK_CONF_DIR`` whose ``spark-defaults.conf`` gives the command's own (launcher)
+  JVM the course's log4j configuration and JVM options (``prepare``);
+- ``PYTHONPATH`` with ``streaming_tutorial/``, so the definitions can import ``common``, and
+  the endpoint's token in ``SPARK_CONNECT_AUTHENTICATE_TOKEN`` (``environment``).
 
 ``run`` starts the command in a process group of its own, keeps its whole output in a log
 file, shows the lines about the pipeline (flows, the run's state), and turns a failure into
-advice. Ctrl-C stops the whole group (the command, its Python client and its JVMs).
+advice. Ctrl-C stops the whole group (the command, its Python client and its JVM).
 """
 
 from __future__ import annotations
@@ -22,10 +28,12 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -37,9 +45,11 @@ from .session import DRIVER_JAVA_OPTIONS
 
 PIPELINES_DIR = paths.LESSONS_DIR / "pipelines"
 SPEC_NAME = "spark-pipeline.yml"
-# The command starts its own local Spark Connect server: --remote, never --master (refused).
-# Two cores, like the course's sessions: a pipeline run must not take a shared laptop's every core.
-REMOTE = "local[2]"
+# The Spark Connect server inside the lesson's session (the plugin in pyspark's spark-connect jar),
+# on loopback only. The client sends a token only over a channel it trusts: TLS, or one to "localhost".
+CONNECT_PLUGIN = "org.apache.spark.sql.connect.SparkConnectPlugin"
+CONNECT_ADDRESS, CONNECT_HOST = "127.0.0.1", "localhost"
+TOKEN_VARIABLE = "SPARK_CONNECT_AUTHENTICATE_TOKEN"  # where the client (and the command) read the token
 STOP_WAIT_SECONDS = 10  # after Ctrl-C: how long the JVMs get to shut down before SIGKILL
 SAMPLE_SECONDS = 0.5  # how often the CPU time of the command's processes is read
 LOG_TAIL_LINES = 12
@@ -52,6 +62,13 @@ QUIET_EVENTS = ("Loading pipeline spec", "Creating Spark session", "Creating dat
 SHOWN_STATES = {"COMPLETED", "FAILED", "SKIPPED", "EXCLUDED", "STOPPED"}  # a flow's last word
 
 
+def free_port() -> int:
+    """A port nothing listens on now (the system picks it), for the lesson's Spark Connect server."""
+    with socket.socket() as probe:
+        probe.bind((CONNECT_ADDRESS, 0))
+        return probe.getsockname()[1]
+
+
 @dataclass
 class Pipeline:
     """One pipeline of the course (``PIPELINES_DIR/name``) and the folder its runs use."""
@@ -59,6 +76,13 @@ class Pipeline:
     name: str
     home: Path  # what a run writes: the spec's copy, the warehouse, the metastore, the logs
     storage: Path  # the spec's storage: the checkpoints of the streaming tables
+    port: int = field(default_factory=free_port)  # the Spark Connect endpoint's port
+    token: str = field(default_factory=lambda: uuid.uuid4().hex, repr=False)  # and the token it asks for
+
+    @property
+    def remote(self) -> str:
+        """The endpoint, as ``--remote`` takes it."""
+        return f"sc://{CONNECT_HOST}:{self.port}"
 
     @property
     def source(self) -> Path:
@@ -79,10 +103,6 @@ class Pipeline:
     @property
     def logs(self) -> Path:
         return self.home / "logs"
-
-    def table(self, name: str) -> Path:
-        """Where the Hive catalog keeps table ``name`` of the default database."""
-        return self.warehouse / name
 
 
 @dataclass
@@ -111,56 +131,63 @@ def prepare(pipeline: Pipeline) -> None:
     pipeline.spec.write_text(re.sub(r"(?m)^storage:.*$", storage, spec, count=1), encoding="utf-8")
     pipeline.storage.mkdir(parents=True, exist_ok=True)
     pipeline.conf_dir.mkdir(parents=True, exist_ok=True)
-    lines = [f"{key} {value}" for key, value in spark_defaults(pipeline).items()]
+    lines = [f"{key} {value}" for key, value in launcher_defaults().items()]
     (pipeline.conf_dir / "spark-defaults.conf").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def spark_defaults(pipeline: Pipeline) -> dict[str, str]:
-    """The server's configuration: spark-pipelines reads it from SPARK_CONF_DIR when it starts Spark."""
+def launcher_defaults() -> dict[str, str]:
+    """The command's own JVM (spark-submit's launcher; it runs no Spark): quiet, and cheap to start."""
+    return {"spark.driver.extraJavaOptions": " ".join(DRIVER_JAVA_OPTIONS)}
+
+
+def server_conf(pipeline: Pipeline) -> dict[str, str]:
+    """The lesson's session as the pipeline's Spark Connect endpoint: ``get_spark(extra_conf=...)``.
+
+    All of it is read when the JVM starts (the plugin, the catalog), so it is given to the
+    session's builder, before the first session exists.
+    """
     metastore = pipeline.home / "metastore_db"
     return {
+        # The Spark Connect server, started by the session's SparkContext, on loopback, with a token.
+        "spark.plugins": CONNECT_PLUGIN,
+        "spark.connect.grpc.binding.address": CONNECT_ADDRESS,
+        "spark.connect.grpc.binding.port": str(pipeline.port),
+        "spark.connect.authenticate.token": pipeline.token,
         # Tables in a Hive catalog (an embedded Derby database in this folder): the catalog
         # remembers them, so a second run updates them instead of refusing their folders.
         "spark.sql.catalogImplementation": "hive",
         "spark.sql.warehouse.dir": str(pipeline.warehouse.resolve()),
         "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={metastore.resolve()};create=true",
-        # The tables are Parquet (Spark's default format). Delta tables would need spark.jars.packages
-        # (delta-spark; --packages on the command line does not reach the server), the Delta
-        # extension and catalog, and spark.sql.sources.default=delta: measured on 2 cores, a run
-        # then took 31-34 s and 36-43 CPU-s instead of about 18 s and 20 CPU-s.
-        # The course's session defaults (common/session.py): its logging and JVM options, derby.log here.
-        "spark.driver.extraJavaOptions": " ".join([*DRIVER_JAVA_OPTIONS, f"-Dderby.system.home={pipeline.home.resolve()}"]),
+        # The tables are Parquet (Spark's default format). Delta tables would need the session's
+        # delta=True and spark.sql.sources.default=delta: measured on 2 cores with a server per
+        # command, a run then took 31-34 s and 36-43 CPU-s instead of about 18 s and 20 CPU-s.
+        # derby.log here, not in the folder the lesson was started from (after the course's JVM options).
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={pipeline.home.resolve()}",
         # One flow at a time, in the graph's order. With several, a run started silver (a streaming
         # table reading bronze_events) alongside bronze, and silver missed the lines bronze appended
         # in that run: measured on pyspark 4.2.0, a second run's silver read nothing new.
         "spark.sql.pipelines.execution.maxConcurrentFlows": "1",
-        "spark.sql.shuffle.partitions": "2",
-        "spark.default.parallelism": "2",
-        "spark.sql.session.timeZone": "UTC",
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.driver.host": "127.0.0.1",
     }
 
 
 def command(pipeline: Pipeline, action: str) -> list[str]:
     """The command line a learner would type (from the venv): ``spark-pipelines <action> --spec ...``."""
     executable = Path(sys.executable).parent / "spark-pipelines"
-    return [str(executable), action, "--spec", str(pipeline.spec), "--remote", REMOTE]
+    return [str(executable), action, "--spec", str(pipeline.spec), "--remote", pipeline.remote]
 
 
 def environment(pipeline: Pipeline) -> dict[str, str]:
     python_path = os.pathsep.join(filter(None, [str(paths.LESSONS_DIR), os.environ.get("PYTHONPATH")]))
     return {**os.environ, "SPARK_CONF_DIR": str(pipeline.conf_dir.resolve()), "PYTHONPATH": python_path,
             "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1", "TZ": "UTC",
-            "PYTHONUNBUFFERED": "1"}
+            "PYTHONUNBUFFERED": "1", TOKEN_VARIABLE: pipeline.token}
 
 
 def shell_line(pipeline: Pipeline, action: str) -> str:
-    """The same command as one line for a terminal, with the two variables it needs."""
+    """The same command as one line for a terminal, with the variables it needs (the token not shown)."""
     home = paths.display(pipeline.home)
-    return (f"SPARK_CONF_DIR={home}/conf PYTHONPATH=streaming_tutorial .venv/bin/spark-pipelines {action} "
-            f"--spec {home}/pipeline/{SPEC_NAME} --remote \"{REMOTE}\"")
+    return (f"SPARK_CONF_DIR={home}/conf PYTHONPATH=streaming_tutorial {TOKEN_VARIABLE}=... "
+            f".venv/bin/spark-pipelines {action} --spec {home}/pipeline/{SPEC_NAME} --remote {pipeline.remote}")
 
 
 def run(pipeline: Pipeline, action: str, show: Callable[[str], None] = print) -> RunResult:
@@ -286,8 +313,11 @@ KNOWN_FAILURES = (
     ("LOCATION_ALREADY_EXISTS",
      "A table's folder exists but the catalog does not know the table: a second run without the Hive "
      "catalog, or a metastore that was deleted while the warehouse stayed. Run the lesson with --reset."),
+    ("failed to connect to all addresses",
+     "spark-pipelines could not reach the Spark Connect endpoint given to --remote: the session that serves it "
+     "has stopped, or it was started without the Spark Connect plugin (common/pipelines.py: server_conf)."),
     ("JAVA_GATEWAY_EXITED",
-     "spark-pipelines could not start its Spark server. Run 'python streaming_tutorial/00_setup_environment.py' "
+     "spark-pipelines could not start its JVM. Run 'python streaming_tutorial/00_setup_environment.py' "
      "to check Java and pyspark."),
     ("Traceback (most recent call last)",
      "A Python error: in one of the pipeline's files (its name is in the traceback) or in the command itself."),

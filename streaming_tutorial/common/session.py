@@ -121,8 +121,11 @@ def get_spark(
         # warn about it on every query.
         .config("spark.sql.adaptive.enabled", "false")
     )
+    extra_conf = dict(extra_conf or {})
     archive_options, pending_archive = class_archive.java_options()
-    builder = builder.config("spark.driver.extraJavaOptions", " ".join([*DRIVER_JAVA_OPTIONS, *archive_options]))
+    # A lesson's own JVM options (extra_conf) come after the course's, not instead of them.
+    java_options = [*DRIVER_JAVA_OPTIONS, *archive_options, extra_conf.pop("spark.driver.extraJavaOptions", "")]
+    builder = builder.config("spark.driver.extraJavaOptions", " ".join(filter(None, java_options)))
     packages = []
     if delta:
         packages.append(delta_package())
@@ -143,7 +146,7 @@ def get_spark(
         builder = builder.config("spark.jars", ",".join(jars))
     elif packages:
         builder = builder.config("spark.jars.packages", ",".join(packages))
-    for key, value in (extra_conf or {}).items():
+    for key, value in extra_conf.items():
         builder = builder.config(key, value)
 
     try:

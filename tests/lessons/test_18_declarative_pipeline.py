@@ -1,14 +1,16 @@
 """Lesson 18: the shop pipeline declared for spark-pipelines.
 
-Without a JVM: the run's folder (spec copy, spark-defaults.conf), the command line, the lines
-shown from the command's output, the advice on a failure, and Ctrl-C stopping the command's
-whole process group. With the real command: one smoke run of the lesson as a learner runs it
-(dry-run, run, new files, run again), whose gold tables are checked exactly against figures
-computed here in plain Python from the simulator's events.
+Without a JVM: the run's folder (spec copy, spark-defaults.conf), the session's Spark Connect
+configuration, the command line, the lines shown from the command's output, the advice on a
+failure, and Ctrl-C stopping the command's whole process group. With the real command: one smoke
+run of the lesson as a learner runs it (dry-run, run, new files, run again, each command against
+the lesson's own session with one JVM of its own), whose gold tables are checked exactly against
+figures computed here in plain Python from the simulator's events.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 import textwrap
 from collections import defaultdict
@@ -38,21 +40,34 @@ def test_prepare_writes_a_spec_with_this_runs_storage_next_to_a_copy_of_the_defi
     copied = sorted(path.name for path in (pipeline.spec.parent / "transformations").iterdir())
     assert copied == ["bronze.py", "gold.sql", "silver.py"]
     conf = dict(line.split(" ", 1) for line in (pipeline.conf_dir / "spark-defaults.conf").read_text().splitlines())
-    assert conf["spark.sql.catalogImplementation"] == "hive"  # a second run fails LOCATION_ALREADY_EXISTS without it
-    assert conf["spark.sql.warehouse.dir"] == str(pipeline.warehouse.resolve())
-    assert f"databaseName={(pipeline.home / 'metastore_db').resolve()};" in conf["spark.hadoop.javax.jdo.option.ConnectionURL"]
+    assert list(conf) == ["spark.driver.extraJavaOptions"]  # the command's launcher JVM: it runs no Spark
     assert "-Dlog4j2.configurationFile=" in conf["spark.driver.extraJavaOptions"]
 
 
-def test_the_command_is_the_venvs_spark_pipelines_with_a_local_remote(tmp_path):
+def test_the_lessons_session_serves_spark_connect_with_the_pipelines_catalog(tmp_path):
+    pipeline = pipeline_in(tmp_path)
+    conf = pipelines.server_conf(pipeline)
+    assert conf["spark.plugins"] == "org.apache.spark.sql.connect.SparkConnectPlugin"
+    assert (conf["spark.connect.grpc.binding.address"], conf["spark.connect.grpc.binding.port"]) == (
+        "127.0.0.1", str(pipeline.port))
+    assert conf["spark.connect.authenticate.token"] == pipeline.token != pipeline_in(tmp_path).token
+    assert conf["spark.sql.catalogImplementation"] == "hive"  # a second run fails LOCATION_ALREADY_EXISTS without it
+    assert conf["spark.sql.warehouse.dir"] == str(pipeline.warehouse.resolve())
+    assert f"databaseName={(pipeline.home / 'metastore_db').resolve()};" in conf["spark.hadoop.javax.jdo.option.ConnectionURL"]
+    assert conf["spark.sql.pipelines.execution.maxConcurrentFlows"] == "1"
+
+
+def test_the_command_is_the_venvs_spark_pipelines_sent_to_the_lessons_endpoint(tmp_path):
     pipeline = pipeline_in(tmp_path)
     line = pipelines.command(pipeline, "dry-run")
     assert line == [str(Path(sys.executable).parent / "spark-pipelines"), "dry-run", "--spec", str(pipeline.spec),
-                    "--remote", "local[2]"]
+                    "--remote", f"sc://localhost:{pipeline.port}"]
     assert Path(line[0]).is_file()
     environment = pipelines.environment(pipeline)
     assert environment["SPARK_CONF_DIR"] == str(pipeline.conf_dir.resolve())
     assert environment["PYTHONPATH"].split(":")[0].endswith("streaming_tutorial")  # the definitions import common
+    assert environment["SPARK_CONNECT_AUTHENTICATE_TOKEN"] == pipeline.token
+    assert pipeline.token not in pipelines.shell_line(pipeline, "run")  # what the lesson prints
 
 
 def test_only_the_lines_about_the_pipeline_are_shown_and_every_flows_last_state_is_kept():
@@ -177,6 +192,9 @@ def test_the_lesson_runs_the_pipeline_twice_and_its_gold_tables_hold_the_exact_f
     for reason in ("not a JSON object", "price below 0", "missing user_id"):
         assert f"|events-typos.json|{reason}" in result.stdout
     assert "gold_category_revenue: " in out and out.count("equal: True") == 2
+    # Each command ran one JVM, its launcher: the pipeline ran in the lesson's session, not in a Spark of its own.
+    assert re.findall(r"(dry-run|run) \d+ s \(\d+ CPU-s, (\d+) JVM\)", out) == [
+        ("dry-run", "1"), ("run", "1"), ("run", "1")]
     revenue, funnel = expected_gold()
     warehouse = course_home / "output" / "18_declarative_pipeline" / "warehouse"
     assert read_gold(warehouse, "gold_category_revenue") == revenue
