@@ -12,8 +12,8 @@ command talks to the one JVM that is already up instead of starting a Spark of i
   the Hive catalog (without it a second ``run`` fails with LOCATION_ALREADY_EXISTS), the
   warehouse and metastore folders, one flow at a time;
 - a copy of the folder whose spec names this run's ``storage`` (it must be an absolute URI),
-  and a ``SPARK_CONF_DIR`` whose ``spark-defaults.conf`` gives the command's own (launcher)
-  JVM the course's log4j configuration and JVM options (``prepare``);
+  and a ``SPARK_CONF_DIR`` whose ``java-opts`` gives the command's own (launcher) JVM the
+  course's log4j configuration and JVM options (``prepare``);
 - ``PYTHONPATH`` with ``streaming_tutorial/``, so the definitions can import ``common``, and
   the endpoint's token in ``SPARK_CONNECT_AUTHENTICATE_TOKEN`` (``environment``).
 
@@ -121,7 +121,7 @@ class PipelineError(CourseError):
 
 
 def prepare(pipeline: Pipeline) -> None:
-    """Copy the pipeline's folder next to a spec that names this run's storage; write the Spark config."""
+    """Copy the pipeline's folder next to a spec that names this run's storage; write the command's JVM options."""
     target = pipeline.spec.parent
     if target.exists():
         shutil.rmtree(target)  # a fresh copy each time: a learner's edit of the source is picked up
@@ -130,14 +130,12 @@ def prepare(pipeline: Pipeline) -> None:
     storage = f"storage: {pipeline.storage.resolve().as_uri()}"
     pipeline.spec.write_text(re.sub(r"(?m)^storage:.*$", storage, spec, count=1), encoding="utf-8")
     pipeline.storage.mkdir(parents=True, exist_ok=True)
-    pipeline.conf_dir.mkdir(parents=True, exist_ok=True)
-    lines = [f"{key} {value}" for key, value in launcher_defaults().items()]
-    (pipeline.conf_dir / "spark-defaults.conf").write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
-def launcher_defaults() -> dict[str, str]:
-    """The command's own JVM (spark-submit's launcher; it runs no Spark): quiet, and cheap to start."""
-    return {"spark.driver.extraJavaOptions": " ".join(DRIVER_JAVA_OPTIONS)}
+    if pipeline.conf_dir.exists():
+        shutil.rmtree(pipeline.conf_dir)  # an earlier version's spark-defaults.conf would reach the command
+    pipeline.conf_dir.mkdir(parents=True)
+    # The command's own JVM (it runs no Spark, only the client's gateway): quiet, and cheap to start.
+    # spark-class reads its options from this file; spark.driver.extraJavaOptions would not reach it.
+    (pipeline.conf_dir / "java-opts").write_text(" ".join(DRIVER_JAVA_OPTIONS) + "\n", encoding="utf-8")
 
 
 def server_conf(pipeline: Pipeline) -> dict[str, str]:

@@ -1,6 +1,6 @@
 """Lesson 18: the shop pipeline declared for spark-pipelines.
 
-Without a JVM: the run's folder (spec copy, spark-defaults.conf), the session's Spark Connect
+Without a JVM: the run's folder (spec copy, the command's JVM options), the session's Spark Connect
 configuration, the command line, the lines shown from the command's output, the advice on a
 failure, and Ctrl-C stopping the command's whole process group. With the real command: one smoke
 run of the lesson as a learner runs it (dry-run, run, new files, run again, each command against
@@ -39,9 +39,10 @@ def test_prepare_writes_a_spec_with_this_runs_storage_next_to_a_copy_of_the_defi
     assert [library.include for library in spec.libraries] == ["transformations/**/*"]
     copied = sorted(path.name for path in (pipeline.spec.parent / "transformations").iterdir())
     assert copied == ["bronze.py", "gold.sql", "silver.py"]
-    conf = dict(line.split(" ", 1) for line in (pipeline.conf_dir / "spark-defaults.conf").read_text().splitlines())
-    assert list(conf) == ["spark.driver.extraJavaOptions"]  # the command's launcher JVM: it runs no Spark
-    assert "-Dlog4j2.configurationFile=" in conf["spark.driver.extraJavaOptions"]
+    # The command's own JVM: spark-class reads its options from SPARK_CONF_DIR/java-opts.
+    assert sorted(path.name for path in pipeline.conf_dir.iterdir()) == ["java-opts"]
+    java_options = (pipeline.conf_dir / "java-opts").read_text().split()
+    assert "-XX:TieredStopAtLevel=1" in java_options and java_options[0].startswith("-Dlog4j2.configurationFile=")
 
 
 def test_the_lessons_session_serves_spark_connect_with_the_pipelines_catalog(tmp_path):
