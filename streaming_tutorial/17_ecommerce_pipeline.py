@@ -2,47 +2,39 @@
 
 What you'll learn
   - One source, several queries at once, each with its own checkpoint, output mode, sink and
-    trigger: revenue per category (5-min windows, update), the funnel (2-min windows, complete,
-    a memory table asked with SQL), sessions (session_window, append; a 1-minute gap, not a
-    shop's 20, as the simulator's shoppers click seconds apart), trending products (complete,
-    into Delta), alerts, and a quarantine for lines that are no event.
+    trigger: revenue per category (5-min windows, update), the funnel (2-min windows, complete, a
+    memory table asked with SQL), sessions (session_window, append; a 1-minute gap), trending
+    products (complete, into Delta), alerts, and a quarantine for lines that are no usable event.
   - Alerts (large purchases, a category's revenue dropping well below its recent average)
-    written once per alert: by batch id, so a replayed micro-batch writes nothing twice.
-  - A terminal dashboard (rich) fed by the sinks and each query's progress: batch duration,
-    input rate, watermark, state rows. Then a summary and a PNG of the run.
+    written once per alert: by query id and batch id, so a replayed micro-batch writes nothing twice.
+  - A terminal dashboard (rich) from the sinks and each query's progress; a summary and a PNG.
 
 Run
   python streaming_tutorial/17_ecommerce_pipeline.py                  # about a minute; starts the simulator
   python streaming_tutorial/17_ecommerce_pipeline.py --available-now  # the files there now, then exit
   python streaming_tutorial/17_ecommerce_pipeline.py --source kafka --alerts kafka   # the course's broker
-  It starts the shop simulator (12 files of 80 events, 2.5 s apart) unless one runs; to run it yourself
-  (then --no-simulator), in a second terminal:
-    python data_generators/generate_ecommerce_events.py --count 12 --interval 2.5 --events-per-file 80 --base-time 2025-01-15T10:30:00Z
-  With --source kafka it starts the broker and data_generators/kafka_producer.py instead.
-  Outputs under output/17_ecommerce_pipeline/ (the PNG: pipeline.png); --reset starts over.
+  It reads a folder of its own, output/17_ecommerce_pipeline/events, and starts the shop simulator
+  (12 files of 80 events, 2.5 s apart, on from the files there) unless one runs (--no-simulator: yours):
+    python data_generators/generate_ecommerce_events.py --count 12 --interval 2.5 --events-per-file 80 --base-time 2025-01-15T10:30:00Z --output-dir output/17_ecommerce_pipeline/events
+  --source kafka: the broker and data_generators/kafka_producer.py into the topic shop-events, unless it
+  holds events (then it reads them). Outputs in output/17_ecommerce_pipeline/; --reset starts over.
 
 What you'll see
-  (a first run, not on a terminal: the dashboard every 10 s; on a terminal it redraws in place.
-  Batch times and rates vary from run to run)
+  (a first run off a terminal: the dashboard every 10 s, on one redrawn in place; times and rates vary)
   Shop pipeline, 32 s
-  Revenue per category (latest window 11:10-11:15)
+  Revenue per category (latest window 11:05-11:10)
     category     purchases  revenue  all windows
-    Electronics  5          4999.91  25499.43
+    Electronics  2          749.95   20249.53
   ...
-  Funnel: views 755 -> carts 183 (24.2%) -> purchases 122 (66.7%); overall 16.2%
-  ...
-  Sessions: 44 open (in state), 248 closed, 98 ended in a purchase (39.5%)
-  Alerts: 6, the latest:
-    11:10:57 large purchase: USER-2021 Laptop Pro 15 x3 = 3899.97
+  Funnel: views 687 -> carts 163 (23.7%) -> purchases 110 (67.5%); overall 16.0%
+  Sessions: 23 open (in state), 242 closed, 96 ended in a purchase (39.7%)
   ...
     query            batch  batch ms  rows/s in  watermark  state rows
-    revenue          6      883       16.0       10:59:53   16
-    funnel           10     834       40.1       -          22
+    revenue          7      416       0.0        10:59:07   12
   ...
-  Top categories by revenue: Electronics 25499.43, Home 5680.51, Sports 5477.11, Fashion 2979.44
+  Top categories by revenue: Electronics 20249.53, Home 5360.55, Sports 4938.63, Fashion 2799.47
   ...
-    10:55 revenue drop: Fashion 24.99 (recent average 369.92)
-  Saved output/17_ecommerce_pipeline/pipeline.png: revenue per category over time, and the funnel.
+  Quarantined: none
 """
 
 from __future__ import annotations
@@ -53,10 +45,11 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, functions as F
 
-from common import alerts, cli, config, dashboard, paths, sources
-from common.kafka import ensure_topics
+from common import alerts, cli, dashboard, paths, sources
+from common.kafka import end_offsets, ensure_topics, recreate_topics
 from common.kafka_broker import kafka_for_lesson
-from common.runner import banner, checkpoint_root, foreach_batch, lesson_session, run_lesson, run_queries, say
+from common.runner import (banner, checkpoint_root, foreach_batch, lesson_session, pick_trigger, run_lesson,
+                           run_queries, say)
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 from common.simulators import simulator_for_lesson
 
@@ -70,24 +63,31 @@ EVENT_TIME = "timestamp"  # the event-time column of ECOMMERCE_EVENT_SCHEMA
 SESSION_GAP, SESSION_WATERMARK = "1 minute", "2 minutes"
 LARGE_PURCHASE = 1000.0  # an alert for a purchase worth this much or more (price x quantity)
 DROP_RATIO, RECENT_WINDOWS = 0.5, 3  # an alert when a window's revenue < half the last 3 windows' average
-# One trigger interval per query: large purchases and the funnel often, Delta commits (a file and
-# a log entry each) and the slow-moving closed windows less often. Seven queries share 2 cores:
-# shorter intervals only make Spark warn that "Current batch is falling behind".
+# One trigger interval per query: alerts and the funnel often, Delta commits and closed windows less
+# often. Seven queries share 2 cores: shorter intervals make Spark warn "Current batch is falling behind".
 TRIGGERS = {"revenue": "5 seconds", "funnel": "4 seconds", "sessions": "5 seconds", "trending": "10 seconds",
             "large_purchases": "3 seconds", "revenue_drops": "10 seconds", "quarantine": "10 seconds"}
-BASE_TIME = "2025-01-15T10:30:00Z"  # the sample files' first event: new files go on from the last one
-SIMULATOR = ("ecommerce", "generate_ecommerce_events.py",
-             ["--count", "12", "--interval", "2.5", "--events-per-file", "80", "--base-time", BASE_TIME])
+INPUT = paths.output_for(LESSON, "events")  # the lesson's own input: the other lessons' stays as it is
+TOPIC, ALERTS_TOPIC = "shop-events", "shop-alerts"  # its own topics, not lesson 08's wall-clock 'events'
+PURCHASE_NEEDS = ("category", "price", "quantity")  # a purchase without one adds up to no revenue: quarantined
+BASE_TIME = "2025-01-15T10:30:00Z"  # the first event: new files go on from the last one there
+SIMULATOR = ("ecommerce", "generate_ecommerce_events.py", ["--count", "12", "--interval", "2.5", "--events-per-file",
+                                                            "80", "--base-time", BASE_TIME, "--output-dir", str(INPUT)])
 PRODUCER = ("kafka_producer", "kafka_producer.py", ["--count", "960", "--rate", "32", "--base-time", BASE_TIME,
-                                                    "--malformed-every", "100"])
+                                                    "--malformed-every", "100", "--topic", TOPIC])
 FUNNEL_SQL = "SELECT sum(views) AS views, sum(carts) AS carts, sum(purchases) AS purchases FROM funnel"
 
 
 def read_events(spark, source: str, bootstrap: str | None) -> DataFrame:
-    """The shop events from the folder or the topic, parsed: a bad line keeps its text and a reason."""
-    lines = sources.kafka_text(sources.read_kafka(spark, bootstrap, config.TOPIC_EVENTS)) if source == "kafka" \
-        else sources.read_json_lines(spark, paths.ECOMMERCE_DIR)
-    return sources.parse_json(lines, ECOMMERCE_EVENT_SCHEMA)
+    """The shop events from the lesson's folder or topic, parsed (``parse_events``)."""
+    return parse_events(sources.kafka_text(sources.read_kafka(spark, bootstrap, TOPIC)) if source == "kafka"
+                        else sources.read_json_lines(spark, INPUT))
+
+
+def parse_events(lines: DataFrame) -> DataFrame:
+    """Lines parsed: a bad line (a purchase without price, category or quantity too) keeps its text and a reason."""
+    parsed = sources.parse_json(lines, ECOMMERCE_EVENT_SCHEMA)
+    return sources.require_for(parsed, F.col("event_type") == "purchase", PURCHASE_NEEDS, "a purchase")
 
 
 def build_category_revenue(events: DataFrame) -> DataFrame:
@@ -149,10 +149,11 @@ def to_dicts(batch: DataFrame) -> list[dict]:
 
 def write_drops(closed: DataFrame, batch_id: int, folder: Path, kafka) -> None:
     """Keep the windows this batch closed; alert on drops, judged against the windows closed before it."""
-    rows, history = to_dicts(closed), alerts.read_batch_files(folder / "closed_windows", before=batch_id)
+    query, rows = alerts.query_id(closed), to_dicts(closed)
+    history = alerts.read_batch_files(folder / "closed_windows", query, before=batch_id)
     drops = alerts.find_revenue_drops(rows, history, ratio=DROP_RATIO, recent=RECENT_WINDOWS)
-    alerts.write_batch_file(folder / "closed_windows", batch_id, rows)  # a replay reads the same history
-    alerts.write_alerts_once(drops, batch_id, "revenue_drops", folder / "alerts", kafka)
+    alerts.write_batch_file(folder / "closed_windows", query, batch_id, rows)  # a replay reads the same history
+    alerts.write_alerts_once(drops, query, batch_id, "revenue_drops", folder / "alerts", kafka)
 
 
 def start_query(frame: DataFrame, name: str, mode: str, checkpoints: Path, trigger: dict, *,
@@ -169,7 +170,9 @@ def start_queries(parsed: DataFrame, folder: Path, checkpoints: Path, trigger, k
     """The seven queries: each reads the source itself and keeps its own offsets and state."""
     events = sources.valid_records(parsed, ECOMMERCE_EVENT_SCHEMA)
     keep = lambda name: lambda batch, batch_id: alerts.write_batch_file(  # noqa: E731
-        folder / name, batch_id, to_dicts(batch))
+        folder / name, alerts.query_id(batch), batch_id, to_dicts(batch))
+    send = lambda kind: lambda batch, batch_id: alerts.write_alerts_once(  # noqa: E731
+        to_dicts(batch), alerts.query_id(batch), batch_id, kind, folder / "alerts", kafka)
     return [
         # Update mode: a window's row again each time it changes (a file per batch; the latest row wins).
         start_query(build_category_revenue(events), "revenue", "update", checkpoints, trigger("revenue"),
@@ -178,18 +181,15 @@ def start_queries(parsed: DataFrame, folder: Path, checkpoints: Path, trigger, k
         start_query(build_funnel(events), "funnel", "complete", checkpoints, trigger("funnel")),
         start_query(build_sessions(events), "sessions", "append", checkpoints, trigger("sessions"),
                     write=keep("sessions")),
-        # Complete mode rewrites the whole result every batch: Delta replaces the table in one commit;
-        # a parquet (file) sink can only add files, so Spark refuses complete mode for it (lesson 11).
         start_query(build_trending(events), "trending", "complete", checkpoints, trigger("trending"),
                     sink="delta", path=folder / "trending"),
         start_query(build_large_purchases(events), "large_purchases", "append", checkpoints,
-                    trigger("large_purchases"), write=lambda batch, batch_id: alerts.write_alerts_once(
-                        to_dicts(batch), batch_id, "large_purchases", folder / "alerts", kafka)),
+                    trigger("large_purchases"), write=send("large_purchases")),
         # The same windows in append mode: a row once the watermark closes its window, never again.
         start_query(build_category_revenue(events), "revenue_drops", "append", checkpoints, trigger("revenue_drops"),
                     write=lambda batch, batch_id: write_drops(batch, batch_id, folder, kafka)),
-        sources.start_quarantine(sources.quarantined(parsed, *(["source_file"] if "source_file" in parsed.columns
-                                                                 else ["source_partition", "source_offset"])),
+        sources.start_quarantine(sources.quarantined(parsed, *({"source_file"} & set(parsed.columns) or
+                                                               ("source_partition", "source_offset"))),
                                  folder / "quarantine", checkpoints / "quarantine", trigger("quarantine"),
                                  name="quarantine"),
     ]
@@ -198,44 +198,49 @@ def start_queries(parsed: DataFrame, folder: Path, checkpoints: Path, trigger, k
 def main(argv: list[str] | None = None) -> None:
     parser = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, available_now=True)
     parser.add_argument("--source", choices=("files", "kafka"), default="files",
-                        help="the event files in data/ecommerce_events, or the 'events' topic (default: files)")
+                        help=f"the event files in {paths.display(INPUT)}, or the topic '{TOPIC}' (default: files)")
     parser.add_argument("--alerts", choices=("file", "kafka"), default="file",
-                        help=f"alerts as JSON files, or to the Kafka topic '{config.TOPIC_ALERTS}' (default: file)")
+                        help=f"alerts as JSON files, or to the Kafka topic '{ALERTS_TOPIC}' (default: file)")
     args = parser.parse_args(argv)
     folder, checkpoints, uses_kafka = paths.output_for(LESSON), checkpoint_root(LESSON, args), \
         "kafka" in (args.source, args.alerts)
-    live = not args.available_now
     with (kafka_for_lesson() if uses_kafka else nullcontext()) as bootstrap, \
             lesson_session(LESSON, args, delta=True, kafka=uses_kafka) as spark:
-        if bootstrap:
-            ensure_topics(bootstrap, [config.TOPIC_EVENTS, config.TOPIC_ALERTS])
-        kafka = (bootstrap, config.TOPIC_ALERTS) if args.alerts == "kafka" else None
+        if bootstrap:  # --reset empties the topics too: new checkpoints would read the old events again
+            (recreate_topics if args.reset else ensure_topics)(bootstrap, [TOPIC, ALERTS_TOPIC])
+        if args.source == "kafka" and (held := sum(end_offsets(bootstrap, TOPIC).values())):
+            print(f"'{TOPIC}' holds {held} messages already: read, not sent again (--reset empties it).")
+            args.available_now = True  # nothing to send: read what is there, then stop
+        kafka = (bootstrap, ALERTS_TOPIC) if args.alerts == "kafka" else None
         banner("1. One stream of shop events, seven queries, one checkpoint each")
         with (simulator_for_lesson(*(PRODUCER if args.source == "kafka" else SIMULATOR), enabled=not args.no_simulator)
-              if live else nullcontext()) as simulator:
-            trigger = lambda name: {"processingTime": TRIGGERS[name]} if live else {"availableNow": True}  # noqa: E731
-            queries = start_queries(read_events(spark, args.source, bootstrap), folder, checkpoints, trigger, kafka)
+              if not args.available_now else nullcontext()) as simulator:
+            queries = start_queries(read_events(spark, args.source, bootstrap), folder, checkpoints,
+                                    lambda name: pick_trigger(args, TRIGGERS[name]), kafka)
             board = dashboard.ShopBoard(spark, queries, folder, funnel_sql=FUNNEL_SQL, trending=folder / "trending")
             with dashboard.Dashboard(board.snapshot) as screen:
                 run_queries(queries, args, until=simulator.done if simulator else None,
                             every=lambda: (board.refresh(), screen.tick()), every_seconds=2)
                 board.refresh()
-        say(f"""Seven queries read the same source, each on its own trigger with its own checkpoint
-            in {paths.display(checkpoints)}/<query>: stop, change or reset one (delete its folder)
-            and the others go on where they were; it alone reads its input again. They share the
-            driver and the cores, so a slow one delays the others' batches. State rows (revenue,
-            funnel, sessions, trending) grow with keys and windows: watch them in the progress
-            (lesson 14) and in the state store (lesson 15).""")
+        say(f"""Seven queries, each on its own trigger and checkpoint in {paths.display(checkpoints)}/<query>,
+            sharing the driver's cores. Reset one (delete its checkpoint) and it alone reads its input
+            again; its files are named after its query id, new with a new checkpoint, so they do not mix
+            with the old, and no alert goes out twice (the quarantine, a file sink, needs its folder
+            deleted too: its log skips batch ids it saw). Trending is in complete mode: Delta replaces
+            the table in one commit; a Parquet sink can only add files, so Spark refuses it (lesson 11).""")
 
         banner("2. The funnel, asked with SQL (the memory table 'funnel')")
         print(FUNNEL_SQL)
         spark.sql(FUNNEL_SQL).show()
-        say("""The memory sink keeps the complete result in the driver: fine for a dashboard, gone
-            with the process. Its checkpoint rebuilds it from the query's state at the next batch.""")
+        say("""The memory sink keeps the complete result in the driver: gone with the process. Its
+            checkpoint rebuilds it from the query's state at the next batch""" + ("." if spark.sql(
+            FUNNEL_SQL).first().views is not None else ": no new input, no batch, an empty table (nulls above)."))
 
         banner("3. What the run added up to")
         print(dashboard.render_summary(board.snapshot()))
-        revenue = alerts.latest_per_key(alerts.read_batch_files(folder / "revenue"), "window_start", "category")
+        print(f"Quarantined: {sources.quarantine_summary(spark, folder / 'quarantine')}")
+        revenue = alerts.latest_per_key(alerts.read_batch_files(folder / "revenue", queries[0].id),
+                                        "window_start", "category")
         funnel = spark.sql("SELECT * FROM funnel ORDER BY window_start").collect()
         picture = dashboard.plot_pipeline(revenue, funnel, folder / "pipeline.png")
         print(f"Saved {paths.display(picture)}: revenue per category over time, and the funnel.")

@@ -1,14 +1,17 @@
-"""Micro-batches kept as files named after their batch id, and alerts written once per alert.
+"""Micro-batches kept as files named after their query and batch id, and alerts written once.
 
 A ``foreachBatch`` sink is at-least-once: after a crash Spark runs the last micro-batch
-again, with the same id and the same input. Everything here is keyed by that id, so a
-replay changes nothing:
+again, with the same id and the same input. Everything here is keyed by the query's id
+(``query_id(batch)``: the same after a restart from the checkpoint, a new one with a new
+checkpoint) and the batch id, so a replay changes nothing, and a query started over (its
+batch ids from 0 again) neither overwrites nor mixes with the files of the one before:
 
-- ``write_batch_file``: a batch's rows as JSON lines in ``batch-<id>.json``, written
-  atomically; a replay rewrites the same file with the same lines.
-- ``read_batch_files``: every row of every batch file, each with its ``batch_id``, in order.
-- ``write_alerts_once``: alerts to ``<kind>-batch-<id>.json`` files, or to a Kafka topic
-  with a marker file per batch id sent (a replay finds the marker and sends nothing).
+- ``write_batch_file``: a batch's rows as JSON lines in ``<query id>-batch-<id>.json``,
+  written atomically; a replay rewrites the same file with the same lines.
+- ``read_batch_files``: every row of one query's batch files, each with its ``batch_id``, in order.
+- ``write_alerts_once``: alerts to ``<kind>-<query id>-batch-<id>.json`` files, or to a Kafka
+  topic with a marker file per batch sent that lists its alert ids: an alert already sent
+  (a replay, or a query started over) is not sent again.
 - ``find_revenue_drops``: the rule "a category whose revenue in a window drops well below
   its recent average", a pure function of closed windows.
 """
@@ -21,22 +24,29 @@ from typing import Iterable, Sequence
 
 from .files import json_lines, write_atomically
 
-BATCH_FILE = "batch-{batch_id:06d}.json"
+BATCH_FILE = "{query}-batch-{batch_id:06d}.json"
 
 
-def write_batch_file(folder: Path, batch_id: int, rows: Sequence[dict], prefix: str = "") -> Path | None:
-    """Write ``rows`` (each given its ``batch_id``) to ``folder/<prefix>batch-<id>.json``; None for no rows."""
+def query_id(batch) -> str:
+    """The id of the query running this micro-batch (in a ``foreachBatch`` function): it is kept
+    in the checkpoint, so a restart has the same one and a new checkpoint a new one."""
+    return batch.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
+
+
+def write_batch_file(folder: Path, query: str, batch_id: int, rows: Sequence[dict],
+                     prefix: str = "") -> Path | None:
+    """Write ``rows`` (each given its ``batch_id``) to ``folder/<prefix><query>-batch-<id>.json``; None for no rows."""
     if not rows:
         return None
-    return write_atomically(folder, prefix + BATCH_FILE.format(batch_id=batch_id),
+    return write_atomically(folder, prefix + BATCH_FILE.format(query=query, batch_id=batch_id),
                             json_lines({"batch_id": batch_id, **row} for row in rows))
 
 
-def read_batch_files(folder: Path, prefix: str = "", before: int | None = None) -> list[dict]:
-    """Every row of the batch files in ``folder`` (those of batches before ``before`` only, if given),
-    in batch order."""
+def read_batch_files(folder: Path, query: str, prefix: str = "", before: int | None = None) -> list[dict]:
+    """Every row of ``query``'s batch files in ``folder`` (those of batches before ``before`` only, if
+    given), in batch order. ``query`` may be a pattern: ``"*"`` reads the files of every query."""
     rows = []
-    for path in sorted(folder.glob(f"{prefix}batch-*.json")) if folder.is_dir() else []:
+    for path in sorted(folder.glob(f"{prefix}{query}-batch-*.json")) if folder.is_dir() else []:
         for line in path.read_text(encoding="utf-8").splitlines():
             row = json.loads(line)
             if before is None or row["batch_id"] < before:
@@ -84,47 +94,52 @@ def describe_alert(alert: dict) -> str:
     if alert["kind"] == "revenue drop":
         return (f"{alert['window_start'][11:16]} revenue drop: {alert['category']} {alert['revenue']:.2f} "
                 f"(recent average {alert['recent_average']:.2f})")
-    return (f"{alert['timestamp'][11:19]} large purchase: {alert['user_id']} {alert['product_name']} "
+    # A product may have no name (the schema allows it): to_json then leaves the key out.
+    product = alert.get("product_name") or alert.get("product_id") or "a product"
+    return (f"{alert['timestamp'][11:19]} large purchase: {alert['user_id']} {product} "
             f"x{alert['quantity']} = {alert['amount']:.2f}")
 
 
-def write_alerts_once(alerts: Sequence[dict], batch_id: int, kind: str, folder: Path,
+def write_alerts_once(alerts: Sequence[dict], query: str, batch_id: int, kind: str, folder: Path,
                       kafka: tuple[str, str] | None = None) -> int:
-    """Write a batch's alerts once: to ``folder/<kind>-batch-<id>.json``, or to Kafka (bootstrap, topic).
+    """Write a batch's alerts once: to ``folder/<kind>-<query>-batch-<id>.json``, or to Kafka (bootstrap, topic).
 
     Files: a replayed batch rewrites its file with the same lines. Kafka cannot take a message
-    back, so a marker file ``folder/sent/<kind>-<id>`` records each batch sent (and how many), after Kafka
-    acknowledged it; a replay finds it and sends nothing. (A crash between the send and the
-    marker still sends twice: every alert carries its ``alert_id`` as key, for consumers to
-    drop repeats. Exactly-once into Kafka needs Kafka transactions.) Returns the alerts written.
+    back, so a marker file ``folder/sent/<kind>-<query>-<id>`` lists the alert ids of each batch
+    sent, after Kafka acknowledged them; an alert listed in any marker is not sent again. (A
+    crash between the send and the marker still sends twice: every alert carries its ``alert_id``
+    as key, for consumers to drop repeats. Exactly-once into Kafka needs Kafka transactions.)
+    Returns the alerts written or sent.
     """
     if kafka is None:
-        write_batch_file(folder, batch_id, alerts, prefix=f"{kind}-")
+        write_batch_file(folder, query, batch_id, alerts, prefix=f"{kind}-")
         return len(alerts)
-    marker = folder / "sent" / f"{kind}-{batch_id}"
-    if marker.exists() or not alerts:
+    sent = sent_to_kafka(folder)
+    new = [alert for alert in alerts if alert["alert_id"] not in sent]
+    if not new:
         return 0
     from kafka import KafkaProducer
 
     bootstrap, topic = kafka
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
     try:
-        for alert in alerts:
+        for alert in new:
             producer.send(topic, key=alert["alert_id"].encode(), value=json.dumps(alert).encode())
         producer.flush()
     finally:
         producer.close()
-    write_atomically(marker.parent, marker.name, str(len(alerts)))
-    return len(alerts)
+    write_atomically(folder / "sent", f"{kind}-{query}-{batch_id}", "".join(f"{alert['alert_id']}\n" for alert in new))
+    return len(new)
 
 
-def sent_to_kafka(folder: Path) -> int:
-    """How many alerts ``write_alerts_once`` sent to Kafka from ``folder`` (its marker files say)."""
-    return sum(int(marker.read_text() or 0) for marker in (folder / "sent").glob("*-*"))
+def sent_to_kafka(folder: Path) -> set[str]:
+    """The ids of the alerts ``write_alerts_once`` sent to Kafka from ``folder`` (its marker files list them)."""
+    return {line for marker in (folder / "sent").glob("*-*") for line in marker.read_text().splitlines()}
 
 
 def read_alerts(folder: Path) -> list[dict]:
-    """Every alert written to files in ``folder`` (of every kind), by event time: a large purchase's, a
-    revenue drop's window start."""
-    return sorted(read_batch_files(folder, "*-"), key=lambda alert: (alert.get("timestamp") or alert["window_start"],
-                                                                     alert["alert_id"]))
+    """Every alert written to files in ``folder`` (of every kind and query) once, by event time: a large
+    purchase's, a revenue drop's window start. A query started over writes its alerts again: the same ids."""
+    unique = {alert["alert_id"]: alert for alert in read_batch_files(folder, "*", "*-")}
+    return sorted(unique.values(), key=lambda alert: (alert.get("timestamp") or alert["window_start"],
+                                                      alert["alert_id"]))

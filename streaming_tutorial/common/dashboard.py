@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -47,6 +47,8 @@ class Snapshot:
     revenue_window: str = "-"  # the latest 5-minute window, '10:40-10:45'
     revenue: list[tuple[str, int, float, float]] = field(default_factory=list)  # category, purchases and
     # revenue in the latest window, revenue in all windows
+    category_totals: list[tuple[str, float]] = field(default_factory=list)  # every category that sold, by
+    # its revenue in all windows, the highest first
     funnel: tuple[int, int, int] = (0, 0, 0)  # views, carts, purchases
     products: list[tuple[str, int, int, int]] = field(default_factory=list)  # name, views, carts, purchases
     sessions: tuple[int | None, int, int, float] = (None, 0, 0, 0.0)  # open (in state), closed, with a
@@ -107,11 +109,11 @@ def render_summary(snapshot: Snapshot) -> str:
     """What the run added up to: funnel rates, top categories and products, sessions, alerts."""
     s = snapshot
     views, carts, purchases = s.funnel
-    top = sorted(s.revenue, key=lambda row: (-row[3], row[0]))[:TOP]
     _, closed, bought, seconds = s.sessions
     lines = [f"Funnel rates: view -> cart {percent(carts, views)}, cart -> purchase {percent(purchases, carts)}, "
              f"view -> purchase {percent(purchases, views)} ({views} views, {carts} carts, {purchases} purchases)",
-             "Top categories by revenue: " + (", ".join(f"{name} {total:.2f}" for name, _, _, total in top) or "-"),
+             "Top categories by revenue: " + (", ".join(f"{name} {total:.2f}" for name, total in
+                                                        s.category_totals[:TOP]) or "-"),
              "Top products by purchases: " + (", ".join(f"{name} {bought_}" for name, _, _, bought_ in
                                                        s.products[:TOP]) or "-"),
              f"Sessions closed: {closed}, {bought} ended in a purchase ({percent(bought, closed)}), "
@@ -125,6 +127,7 @@ class ShopBoard:
 
     def __init__(self, spark, queries: Sequence, folder: Path, *, funnel_sql: str, trending: Path) -> None:
         self.spark, self.queries, self.folder = spark, list(queries), folder
+        self.ids = {query.name: query.id for query in self.queries}  # the files of this checkpoint's queries
         self.funnel_sql, self.trending = funnel_sql, trending
         self.started = time.monotonic()
         self.figures = Snapshot()
@@ -132,33 +135,36 @@ class ShopBoard:
 
     def refresh(self) -> None:
         """Read the figures that cost a Spark job or a file read (every few seconds, not at each redraw)."""
-        revenue = latest_per_key(read_batch_files(self.folder / "revenue"), "window_start", "category")
+        revenue = latest_per_key(read_batch_files(self.folder / "revenue", self.ids["revenue"]),
+                                 "window_start", "category")
         latest = max((row["window_start"] for row in revenue), default=None)
         totals = {}
         for row in revenue:
             totals[row["category"]] = round(totals.get(row["category"], 0.0) + row["revenue"], 2)
         now = [row for row in revenue if row["window_start"] == latest]
         end = now[0]["window_end"][11:16] if now else ""
-        sessions = read_batch_files(self.folder / "sessions")
+        sessions = read_batch_files(self.folder / "sessions", self.ids["sessions"])
         alerts = read_alerts(self.folder / "alerts")
         funnel = self.spark.sql(self.funnel_sql).first() if self.spark.catalog.tableExists("funnel") else None
         self.figures = Snapshot(
             revenue_window=f"{latest[11:16]}-{end}" if latest else "-",
             revenue=sorted(((row["category"], row["purchases"], row["revenue"], totals[row["category"]])
                             for row in now), key=lambda row: (-row[2], row[0])),
+            category_totals=sorted(totals.items(), key=lambda item: (-item[1], item[0])),
             funnel=(funnel.views or 0, funnel.carts or 0, funnel.purchases or 0) if funnel else (0, 0, 0),
             products=self.read_products(),
             sessions=(None, len(sessions), sum(row["purchased"] for row in sessions),
                       sum(row["seconds"] for row in sessions) / len(sessions) if sessions else 0.0),
             alerts=[describe_alert(alert) for alert in reversed(alerts)],
-            alert_count=len(alerts) + sent_to_kafka(self.folder / "alerts"))
+            alert_count=len(alerts) + len(sent_to_kafka(self.folder / "alerts")))
 
     def read_products(self) -> list[tuple[str, int, int, int]]:
         if not (self.trending / "_delta_log").is_dir():
             return []
         rows = self.spark.read.format("delta").load(str(self.trending)).orderBy(
             "purchases", "views", "product_name", ascending=[False, False, True]).limit(TOP).collect()
-        return [(row.product_name, row.views, row.carts, row.purchases) for row in rows]
+        # The schema lets a product have no name: then its id stands for it.
+        return [(row.product_name or row.product_id, row.views, row.carts, row.purchases) for row in rows]
 
     def snapshot(self) -> Snapshot:
         """The last figures, with each query's latest micro-batch (cheap: read at every redraw)."""
@@ -169,9 +175,8 @@ class ShopBoard:
                 self.last_batch[query.name] = report
             lines.append(query_line(query.name, self.last_batch.get(query.name)))
         state = next((line.state_rows for line in lines if line.name == "sessions"), None)
-        figures = self.figures
-        return Snapshot(time.monotonic() - self.started, figures.revenue_window, figures.revenue, figures.funnel,
-                        figures.products, (state, *figures.sessions[1:]), figures.alerts, figures.alert_count, lines)
+        return replace(self.figures, seconds=time.monotonic() - self.started,
+                       sessions=(state, *self.figures.sessions[1:]), queries=lines)
 
 
 class Dashboard:

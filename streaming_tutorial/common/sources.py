@@ -176,6 +176,22 @@ def field_problems(field: StructField) -> list[tuple[Column, str]]:
     return problems
 
 
+def require_for(parsed: DataFrame, condition: Column, fields: Sequence[str], what: str) -> DataFrame:
+    """Quarantine the records that match ``condition`` but lack one of ``fields``, with a reason.
+
+    For fields the schema lets be null in general that one kind of record needs: a view may have
+    no price, a purchase may not ("missing price in a purchase"). Absent, null or blank is
+    missing; the first missing field names the reason, and a record that has a reason keeps it.
+    """
+    missing = None
+    for name in fields:
+        value = F.col(name)
+        check = condition & (value.isNull() | (F.trim(value.cast("string")) == ""))
+        why = F.lit(f"missing {name} in {what}")
+        missing = F.when(check, why) if missing is None else missing.when(check, why)
+    return parsed.withColumn(REASON_COLUMN, F.coalesce(F.col(REASON_COLUMN), missing))
+
+
 def valid_records(parsed: DataFrame, schema: StructType, *keep: str) -> DataFrame:
     """The good records: the schema's columns, plus any ``keep`` columns (e.g. ``source_file``)."""
     return parsed.where(F.col(REASON_COLUMN).isNull()).select(*schema.fieldNames(), *keep)

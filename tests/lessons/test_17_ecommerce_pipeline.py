@@ -8,6 +8,7 @@ The dashboard's text is a pure function of a snapshot, checked on a fixed one.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
 from dataclasses import replace
@@ -18,9 +19,8 @@ import pytest
 from common import alerts, checkpoints, config, dashboard, sources
 from common.files import json_lines, write_atomically
 from common.runner import finish
-from common.schemas import ECOMMERCE_EVENT_SCHEMA
 from common.timestamps import iso, parse_iso
-from conftest import load_lesson, run_script
+from conftest import load_lesson, run_script, shop_event
 from data_generators.generate_ecommerce_events import make_ecommerce_events
 
 lesson = load_lesson("17_ecommerce_pipeline")
@@ -28,6 +28,10 @@ lesson = load_lesson("17_ecommerce_pipeline")
 EVENTS = make_ecommerce_events(1000, seed=42, base_time=config.BASE_EVENT_TIME)  # 10:30:00 to 11:11:09
 FILES = 2  # one micro-batch each, then one more without data: the watermark moved
 BROKEN_LINE = '{"event_id": "EVT-999999", "user_id": '
+# Purchases the schema accepts (those fields may be null in a view) but the lesson cannot add up.
+UNPRICED = [{**shop_event(990 + number, "USER-2001", "purchase", "10:40:00"), field: None}
+            for number, field in enumerate(lesson.PURCHASE_NEEDS)]
+BAD_LINES = [BROKEN_LINE, *(json_lines([event]).strip() for event in UNPRICED)]
 
 
 def window_start(time: str, minutes: int) -> str:
@@ -41,26 +45,30 @@ def purchases():
 
 @pytest.fixture(scope="module")
 def run(spark, tmp_path_factory):
-    """The lesson's seven queries over the two files: the folder they wrote into, and how to start them again."""
+    """The lesson's seven queries over the two files: the folder they wrote into, how to start them
+    again, and the queries last started."""
     root = tmp_path_factory.mktemp("shop")
     for number in range(FILES):
         part = EVENTS[number * 500:(number + 1) * 500]
         write_atomically(root / "in", f"events-{number:04d}.json",
-                         json_lines(part) + (BROKEN_LINE + "\n" if number == 1 else ""))
-    parsed = sources.parse_json(sources.read_json_lines(spark, root / "in", max_files_per_trigger=1),
-                                ECOMMERCE_EVENT_SCHEMA)
-    start = lambda: finish(lesson.start_queries(parsed, root / "out", root / "chk",  # noqa: E731
-                                                lambda name: {"availableNow": True}, None))
+                         json_lines(part) + ("\n".join(BAD_LINES) + "\n" if number == 1 else ""))
+    parsed = lesson.parse_events(sources.read_json_lines(spark, root / "in", max_files_per_trigger=1))
+    started = []
+
+    def start():
+        started[:] = lesson.start_queries(parsed, root / "out", root / "chk", lambda name: {"availableNow": True}, None)
+        finish(started)
+
     start()
-    return root, start
+    return root, start, started
 
 
 def test_revenue_per_category_window_is_exactly_the_purchases_added_up(run):
-    root, _ = run
+    root, *_ = run
     expected = defaultdict(list)
     for event in purchases():
         expected[(window_start(event["timestamp"], 5), event["category"])].append(event)
-    rows = alerts.read_batch_files(root / "out" / "revenue")
+    rows = alerts.read_batch_files(root / "out" / "revenue", "*")
     latest = alerts.latest_per_key(rows, "window_start", "category")
     assert [(row["window_start"], row["category"], row["purchases"], row["revenue"], row["avg_price"])
             for row in latest] == [
@@ -87,7 +95,7 @@ def test_funnel_counts_per_window_and_the_rates_asked_with_sql(spark, run):
 
 
 def test_sessions_close_after_a_minute_without_an_event_once_the_watermark_passes(run):
-    root, _ = run
+    root, *_ = run
     by_user = defaultdict(list)
     for event in EVENTS:
         by_user[event["user_id"]].append(event)
@@ -106,14 +114,14 @@ def test_sessions_close_after_a_minute_without_an_event_once_the_watermark_passe
             if last + timedelta(minutes=1) <= watermark:
                 expected.append((user, iso(first), iso(last + timedelta(minutes=1)), int((last - first).seconds),
                                  len(session), any(e["event_type"] == "purchase" for e in session)))
-    rows = alerts.read_batch_files(root / "out" / "sessions")
+    rows = alerts.read_batch_files(root / "out" / "sessions", "*")
     assert sorted((r["user_id"], r["session_start"], r["session_end"], r["seconds"], r["events"], r["purchased"])
                   for r in rows) == sorted(expected)
     assert len(rows) == 255
 
 
 def test_trending_products_in_delta_and_the_alerts(spark, run):
-    root, _ = run
+    root, *_ = run
     trending = {row.product_id: (row.views, row.carts, row.purchases)
                 for row in spark.read.format("delta").load(str(root / "out" / "trending")).collect()}
     expected = defaultdict(lambda: [0, 0, 0])
@@ -130,22 +138,47 @@ def test_trending_products_in_delta_and_the_alerts(spark, run):
     assert drops == [("Fashion", "2025-01-15T10:55:00.000Z", 24.99, 369.92)]
 
 
+def test_bad_lines_and_purchases_without_price_category_or_quantity_are_quarantined_with_their_reason(spark, run):
+    root, *_ = run
+    assert sources.quarantine_counts(spark, root / "out" / "quarantine") == [
+        ("missing category in a purchase", 1), ("missing price in a purchase", 1),
+        ("missing quantity in a purchase", 1), ("not a JSON object", 1)]
+    good = spark.sql(lesson.FUNNEL_SQL).first()
+    assert sum(good) + len(BAD_LINES) == len(EVENTS) + len(BAD_LINES) == 1004  # good + quarantined = lines in
+
+
+def test_the_summary_ranks_categories_by_revenue_in_all_windows_not_the_latest_only(spark, run):
+    root, _, queries = run
+    board = dashboard.ShopBoard(spark, queries, root / "out", funnel_sql=lesson.FUNNEL_SQL,
+                                trending=root / "out" / "trending")
+    board.refresh()
+    totals = defaultdict(float)
+    for event in purchases():
+        totals[event["category"]] += event["price"] * event["quantity"]
+    figures = board.snapshot()
+    assert figures.category_totals == sorted(((name, round(total, 2)) for name, total in totals.items()),
+                                             key=lambda item: -item[1])
+    assert len(figures.category_totals) > len(figures.revenue)  # some sold in earlier windows only
+    assert figures.funnel == (711, 172, 117) and figures.alert_count == 7
+
+
 def test_a_replayed_batch_writes_no_alert_twice(run):
-    root, start = run
+    root, start, _ = run
     folder = root / "out" / "alerts"
-    before = {path.name: (path.read_text(), path.stat().st_mtime_ns) for path in folder.glob("*.json")}
+    before = {path.name: (path.read_text(), path.stat().st_ino) for path in folder.glob("*.json")}
     replayed = [checkpoints.forget_last_commit(root / "chk" / name) for name in ("large_purchases", "revenue_drops")]
     # The last batch of each: batch 1 read the second file (large purchases in it); batch 2 read
     # nothing, but the watermark had moved and closed 10:55-11:00, Fashion's drop.
     assert replayed == [1, 2]
     start()  # Spark runs each query's last batch again: same id, same input
-    after = {path.name: (path.read_text(), path.stat().st_mtime_ns) for path in folder.glob("*.json")}
-    rewritten = {"large_purchases-batch-000001.json", "revenue_drops-batch-000002.json"}
-    assert {name for name in after if after[name][1] != before[name][1]} == rewritten  # written again,
+    after = {path.name: (path.read_text(), path.stat().st_ino) for path in folder.glob("*.json")}
+    rewritten = {name for name in after if after[name][1] != before[name][1]}  # written again (a new file renamed in)
+    assert sorted((name.split("-")[0], name[-17:]) for name in rewritten) == [
+        ("large_purchases", "batch-000001.json"), ("revenue_drops", "batch-000002.json")]
     assert {name: text for name, (text, _) in after.items()} == \
         {name: text for name, (text, _) in before.items()}  # with the same lines
-    ids = [alert["alert_id"] for alert in alerts.read_alerts(folder)]
-    assert len(ids) == len(set(ids))
+    ids = [json.loads(line)["alert_id"] for path in folder.glob("*.json") for line in path.read_text().splitlines()]
+    assert len(ids) == len(set(ids)) == 7
 
 
 def test_a_revenue_drop_is_judged_against_the_recent_windows_of_the_shop():
@@ -166,7 +199,8 @@ def test_a_revenue_drop_is_judged_against_the_recent_windows_of_the_shop():
 
 SNAPSHOT = dashboard.Snapshot(
     seconds=31.4, revenue_window="10:40-10:45",
-    revenue=[("Electronics", 2, 2599.98, 9999.1), ("Home", 1, 34.99, 800.0)], funnel=(120, 30, 12),
+    revenue=[("Electronics", 2, 2599.98, 9999.1), ("Home", 1, 34.99, 800.0)],
+    category_totals=[("Electronics", 9999.1), ("Sports", 1200.0), ("Home", 800.0)], funnel=(120, 30, 12),
     products=[("Laptop Pro 15", 20, 6, 4), ("Desk Lamp", 15, 3, 2)], sessions=(5, 40, 10, 31.0),
     alerts=["10:41:07 large purchase: USER-2011 Laptop Pro 15 x2 = 2599.98"], alert_count=1,
     queries=[dashboard.QueryLine("revenue", 4, 812, 21.25, "10:31:40", 12), dashboard.QueryLine("funnel")])
@@ -193,7 +227,34 @@ Queries
   funnel   -      -         -          -          -"""
     assert dashboard.render_summary(SNAPSHOT).splitlines()[:2] == [
         "Funnel rates: view -> cart 25.0%, cart -> purchase 40.0%, view -> purchase 10.0% (120 views, 30 carts, "
-        "12 purchases)", "Top categories by revenue: Electronics 9999.10, Home 800.00"]
+        "12 purchases)", "Top categories by revenue: Electronics 9999.10, Sports 1200.00, Home 800.00"]
+    # Sports sold nothing in the latest window: it still ranks, by its revenue in all windows.
+
+
+def test_a_large_purchase_of_a_product_without_a_name_is_described_by_its_id():
+    alert = {"alert_id": "large:EVT-000001", "kind": "large purchase", "user_id": "USER-2001", "product_id": "P001",
+             "category": "Home", "quantity": 2, "amount": 1200.0, "timestamp": "2025-01-15T10:30:05.000Z"}
+    assert alerts.describe_alert(alert) == "10:30:05 large purchase: USER-2001 P001 x2 = 1200.00"  # to_json left
+    # out the null product_name
+
+
+def test_alerts_to_kafka_are_sent_once_though_a_batch_runs_again_or_its_query_starts_over(kafka_bootstrap, topic,
+                                                                                         tmp_path):
+    from common.kafka import consume_all, ensure_topics
+
+    target = topic("shop-alerts")
+    ensure_topics(kafka_bootstrap, [target])
+    large = [{"alert_id": f"large:EVT-00000{number}", "kind": "large purchase", "amount": 1000.0 + number}
+             for number in (1, 2)]
+    kafka = (kafka_bootstrap, target)
+    assert alerts.write_alerts_once(large, "query-a", 0, "large_purchases", tmp_path, kafka) == 2
+    assert alerts.write_alerts_once(large, "query-a", 0, "large_purchases", tmp_path, kafka) == 0  # a replay
+    # A new checkpoint: a new query id, batch ids from 0 again, the same alerts and one new one.
+    more = [*large, {"alert_id": "large:EVT-000003", "kind": "large purchase", "amount": 1003.0}]
+    assert alerts.write_alerts_once(more, "query-b", 0, "large_purchases", tmp_path, kafka) == 1
+    assert [record.key.decode() for record in consume_all(kafka_bootstrap, target)] == \
+        ["large:EVT-000001", "large:EVT-000002", "large:EVT-000003"]
+    assert alerts.sent_to_kafka(tmp_path) == {"large:EVT-000001", "large:EVT-000002", "large:EVT-000003"}
 
 
 def test_off_a_terminal_the_dashboard_is_printed_every_few_seconds_and_at_the_end():
@@ -210,8 +271,8 @@ def test_off_a_terminal_the_dashboard_is_printed_every_few_seconds_and_at_the_en
 
 @pytest.mark.smoke
 def test_lesson_17_runs_by_itself(course_home):
-    folder = course_home / "data" / "ecommerce_events"
-    write_atomically(folder, "events-0001.json", json_lines(EVENTS[:400]))
+    folder = course_home / "output" / "17_ecommerce_pipeline" / "events"  # the lesson's own input
+    write_atomically(folder, "events-0001.json", json_lines(EVENTS[:400]) + BROKEN_LINE + "\n")
     result = run_script("streaming_tutorial/17_ecommerce_pipeline.py", "--available-now", home=course_home,
                         timeout=600)
 
@@ -220,4 +281,6 @@ def test_lesson_17_runs_by_itself(course_home):
     assert "Checkpoints: none yet" in out and "Revenue per category (latest window 10:45-10:50)" in out
     assert re.search(r"^  revenue_drops +\d+ +\d+ +[\d.]+ +10:36:26 +\d+$", out, re.MULTILINE)
     assert "Funnel rates: view -> cart " in out and "Top categories by revenue: Electronics " in out
+    assert "Quarantined: 1 (not a JSON object)" in out
+    assert not (course_home / "data" / "ecommerce_events").exists()  # no other lesson's input touched
     assert (course_home / "output" / "17_ecommerce_pipeline" / "pipeline.png").stat().st_size > 10_000
