@@ -109,6 +109,15 @@ OTHER_FAILURES = {
         "batch id without reading the batch: call batch_df.persist().count() before the write. The "
         "checkpoint is fine: run the lesson again after the fix."
     ),
+    # A subclass, for the one case of a general class (UNSUPPORTED_FEATURE) we can say more about.
+    "UNSUPPORTED_FEATURE.STORE_BACKEND_NOT_SUPPORTED_FOR_TWS": (
+        "transformWithState keeps its state only in the RocksDB state store, and this query ran on the "
+        "default one. Set spark.sql.streaming.stateStore.providerClass to "
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider before the query starts "
+        "(lesson 15 does), and give it a new checkpoint folder: the failed run already recorded the old "
+        "store in this checkpoint's first offsets file, which a restart there keeps using. It committed "
+        "no batch and wrote no state, so nothing is lost."
+    ),
     "CONCURRENT_QUERY": (
         "Another run of this query is already active. Stop the other run (another terminal, or the tour) "
         "before you start this one; both would write the same checkpoint."
@@ -167,7 +176,7 @@ def explain(error: BaseException) -> str | None:
         if main_class in MISSING_CONNECTOR:
             advice = missing_connector_advice(message)
         else:
-            advice = ADVICE.get(main_class)
+            advice = ADVICE.get(condition) or ADVICE.get(main_class)
         if advice:
             return with_spark_lines(advice, message)
     found = folder_failure(error)

@@ -37,9 +37,19 @@ def wrapped(advice: str) -> str:
     return textwrap.fill(advice, width=78, break_long_words=False, break_on_hyphens=False)
 
 
+def condition_messages(condition: str) -> list[str] | None:
+    """The message lines of 'CLASS' or 'CLASS.SUBCLASS' (a subclass adds its lines to its class's), or None."""
+    main, _, sub = condition.partition(".")
+    entry = spark_error_conditions().get(main)
+    if entry is None or not sub:
+        return entry and entry["message"]
+    subclass = entry.get("subClass", {}).get(sub)
+    return subclass and [" ".join(entry["message"] + subclass["message"])]
+
+
 def spark_message(condition: str) -> str:
     """'[CLASS] message' as Spark prints it (legacy classes have no prefix), placeholders left in."""
-    text = "\n".join(spark_error_conditions()[condition]["message"])
+    text = "\n".join(condition_messages(condition))
     return text if condition.startswith("_LEGACY_") else f"[{condition}] {text} SQLSTATE: XXKST"
 
 
@@ -67,7 +77,7 @@ def stream_failed(inner: str, cause: BaseException | None = None) -> FakeSparkEr
 
 @pytest.mark.parametrize("condition", sorted(set(ADVICE) - DELTA_CLASSES))
 def test_every_spark_class_we_explain_exists_in_the_installed_spark(condition):
-    assert condition in spark_error_conditions()
+    assert condition_messages(condition) is not None
 
 
 @pytest.mark.parametrize("condition", sorted(set(ADVICE) - DELTA_CLASSES))
@@ -136,6 +146,13 @@ def test_a_cause_two_levels_down_is_found():
     advice = explain(stream_failed("Exception thrown in awaitResult:  SQLSTATE: XXKST", await_result))
     assert advice.startswith(wrapped(ADVICE["STATE_STORE_COMMIT_VALIDATION_FAILED"]))
     assert "--reset" not in advice
+
+
+def test_a_subclass_with_advice_of_its_own_wins_and_its_class_alone_is_not_explained():
+    tws = "UNSUPPORTED_FEATURE.STORE_BACKEND_NOT_SUPPORTED_FOR_TWS"
+    assert explain(stream_failed(spark_message(tws))).startswith(wrapped(ADVICE[tws]))
+    assert explain(FakeSparkError("UNSUPPORTED_FEATURE.STATE_STORE_TTL",
+                                  spark_message("UNSUPPORTED_FEATURE.STATE_STORE_TTL"))) is None
 
 
 def test_the_memory_sink_restart_gets_its_own_advice_not_reset():
