@@ -14,18 +14,21 @@ What you'll learn
 
 Run
   python streaming_tutorial/18_declarative_pipeline.py          # --reset: start with empty tables
-  It writes 3 event files into data/ecommerce_events if none are there (the shop simulator, a
-  fixed seed and start time), starts its session with a Spark Connect server in it, runs
-  spark-pipelines dry-run and run against that server, adds 2 files and a file with broken lines,
-  and runs again. Each command's whole output: output/18_declarative_pipeline/logs.
+  It writes 3 event files into a folder of its own, output/18_declarative_pipeline/events, if none
+  are there (the shop simulator, a fixed seed and start time), starts its session with a Spark
+  Connect server in it, runs spark-pipelines dry-run and run against that server, adds 2 files and
+  a file with broken lines, and runs again. Each command's whole output:
+  output/18_declarative_pipeline/logs; --reset deletes all of it (and the event files) first.
 
 What you'll see
-  (a first run on an empty data folder; times, seconds and the port vary)
-    ... .venv/bin/spark-pipelines run --spec .../spark-pipeline.yml --remote sc://localhost:51395
-    18:05:37  bronze_events: completed
-    18:05:39  silver_events: completed
+  (a first run, its events folder empty; times, seconds and the port vary)
+    ... .venv/bin/spark-pipelines run --spec .../spark-pipeline.yml --remote sc://localhost:36879
+    18:29:33  bronze_events: completed
+    18:29:35  silver_events: completed
     ...
-    18:05:44  Run is COMPLETED.
+    18:29:39  Run is COMPLETED.
+  run 1 read: events-0001.json, events-0002.json, events-0003.json
+  ...
   run 2 read: events-0004.json, events-0005.json, events-typos.json
     table                  after run 1  after run 2
     bronze_events          60           103
@@ -35,7 +38,7 @@ What you'll see
     gold_funnel            2            3
   gold_category_revenue: 4 rows, lesson 17's build_category_revenue: 4 rows, equal: True
   gold_funnel: 3 rows, lesson 17's build_funnel: 3 rows, equal: True
-  ... (each command here: dry-run 6 s (4 CPU-s, 1 JVM), run 12 s (4 CPU-s, 1 JVM), run 10 s ...
+  ... (each command here: dry-run 7 s (3 CPU-s, 1 JVM), run 12 s (3 CPU-s, 1 JVM), run 10 s ...
 """
 
 from __future__ import annotations
@@ -52,10 +55,11 @@ from common.schemas import ECOMMERCE_EVENT_SCHEMA
 
 LESSON = "18_declarative_pipeline"
 PIPELINE = "shop"  # the folder streaming_tutorial/pipelines/shop: its spec and its definitions
+INPUT = paths.output_for(LESSON, "events")  # its own input: the other lessons' data/ecommerce_events stays as it is
 TABLES = ("bronze_events", "silver_events", "silver_quarantine", "gold_category_revenue", "gold_funnel")
 # The shop simulator, run to its end: a fixed seed and start time, so a fresh run shows the same figures.
 GENERATOR = [sys.executable, str(paths.GENERATORS_DIR / "generate_ecommerce_events.py"), "--interval", "0",
-             "--seed", "42", "--base-time", "2025-01-15T10:30:00Z"]
+             "--seed", "42", "--base-time", "2025-01-15T10:30:00Z", "--output-dir", str(INPUT)]
 FIRST_FILES, NEW_FILES = 3, 2
 # Lines no event can be made of, in a file of their own: the quarantine's input (written once).
 TYPOS_FILE = "events-typos.json"
@@ -71,7 +75,7 @@ SHOW_ROWS = 12
 
 
 def add_event_files(count: int) -> None:
-    """``count`` more files of shop events, numbered on after those in data/ecommerce_events."""
+    """``count`` more files of shop events in INPUT, numbered on after those there."""
     subprocess.run([*GENERATOR, "--count", str(count)], check=True)
 
 
@@ -93,8 +97,8 @@ def files_read(pipeline: pipelines.Pipeline, table: str = "bronze_events") -> se
 
 
 def read_events(spark) -> DataFrame:
-    """The good events of every file in data/ecommerce_events, as one batch (what lesson 17 reads)."""
-    lines = spark.read.text(str(paths.ECOMMERCE_DIR)).withColumn("source_file", F.col("_metadata.file_name"))
+    """The good events of every file in INPUT, as one batch (what bronze and silver read)."""
+    lines = spark.read.text(str(INPUT)).withColumn("source_file", F.col("_metadata.file_name"))
     return sources.valid_records(sources.parse_json(lines, ECOMMERCE_EVENT_SCHEMA), ECOMMERCE_EVENT_SCHEMA)
 
 
@@ -113,11 +117,12 @@ def compare_with_lesson_17(spark) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     args = cli.lesson_parser(__doc__, simulator=False).parse_args(argv)
-    pipeline = pipelines.Pipeline(PIPELINE, home=paths.output_for(LESSON), storage=checkpoint_root(LESSON, args))
+    pipeline = pipelines.Pipeline(PIPELINE, home=paths.output_for(LESSON), storage=checkpoint_root(LESSON, args),
+                                  configuration={"shop.events_dir": str(INPUT.resolve())})  # bronze.py reads it
     # The session serves Spark Connect (the plugin and the catalog are read when its JVM starts).
     with lesson_session(LESSON, args, extra_conf=pipelines.server_conf(pipeline)) as spark:
         banner("1. The pipeline: five tables declared in three files")
-        if not list(paths.ECOMMERCE_DIR.glob("events-*.json")):
+        if not list(INPUT.glob("events-*.json")):
             add_event_files(FIRST_FILES)
         pipelines.prepare(pipeline)
         for path in sorted((pipeline.source / "transformations").iterdir()):
@@ -145,8 +150,8 @@ def main(argv: list[str] | None = None) -> None:
 
         banner("4. New files arrive; run again: only they are read")
         add_event_files(NEW_FILES)
-        if not (paths.ECOMMERCE_DIR / TYPOS_FILE).exists():
-            files.write_atomically(paths.ECOMMERCE_DIR, TYPOS_FILE, TYPOS)
+        if not (INPUT / TYPOS_FILE).exists():
+            files.write_atomically(INPUT, TYPOS_FILE, TYPOS)
         second = pipelines.run(pipeline, "run")
         after_second = count_rows(spark)
         print(f"  run 2 read: {', '.join(sorted(files_read(pipeline) - read_first)) or '(no new file)'}")

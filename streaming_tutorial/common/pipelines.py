@@ -11,7 +11,8 @@ command talks to the one JVM that is already up instead of starting a Spark of i
 - ``server_conf``, given to the session when it is created: the plugin, its port and token,
   the Hive catalog (without it a second ``run`` fails with LOCATION_ALREADY_EXISTS), the
   warehouse and metastore folders, one flow at a time;
-- a copy of the folder whose spec names this run's ``storage`` (it must be an absolute URI),
+- a copy of the folder whose spec names this run's ``storage`` (it must be an absolute URI)
+  and its ``configuration`` (what the definitions read with ``spark.conf.get``),
   and a ``SPARK_CONF_DIR`` whose ``java-opts`` gives the command's own (launcher) JVM the
   course's log4j configuration and JVM options (``prepare``);
 - ``PYTHONPATH`` with ``streaming_tutorial/``, so the definitions can import ``common``, and
@@ -24,6 +25,7 @@ advice. Ctrl-C stops the whole group (the command, its Python client and its JVM
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -78,6 +80,9 @@ class Pipeline:
     storage: Path  # the spec's storage: the checkpoints of the streaming tables
     port: int = field(default_factory=free_port)  # the Spark Connect endpoint's port
     token: str = field(default_factory=lambda: uuid.uuid4().hex, repr=False)  # and the token it asks for
+    # The spec's configuration: Spark confs of the command's session, which definitions read with
+    # spark.conf.get (the lesson's input folder, so the definitions name no folder of their own).
+    configuration: dict[str, str] = field(default_factory=dict)
 
     @property
     def remote(self) -> str:
@@ -121,14 +126,18 @@ class PipelineError(CourseError):
 
 
 def prepare(pipeline: Pipeline) -> None:
-    """Copy the pipeline's folder next to a spec that names this run's storage; write the command's JVM options."""
+    """Copy the pipeline's folder next to a spec with this run's storage and configuration; write the JVM options."""
     target = pipeline.spec.parent
     if target.exists():
         shutil.rmtree(target)  # a fresh copy each time: a learner's edit of the source is picked up
     shutil.copytree(pipeline.source, target, ignore=shutil.ignore_patterns("__pycache__"))
     spec = pipeline.spec.read_text(encoding="utf-8")
     storage = f"storage: {pipeline.storage.resolve().as_uri()}"
-    pipeline.spec.write_text(re.sub(r"(?m)^storage:.*$", storage, spec, count=1), encoding="utf-8")
+    spec = re.sub(r"(?m)^storage:.*$", storage, spec, count=1)
+    if pipeline.configuration:  # a JSON string is a YAML string: quoted, whatever the path holds
+        spec += "configuration:\n" + "".join(f"  {json.dumps(key)}: {json.dumps(value)}\n"
+                                             for key, value in pipeline.configuration.items())
+    pipeline.spec.write_text(spec, encoding="utf-8")
     pipeline.storage.mkdir(parents=True, exist_ok=True)
     if pipeline.conf_dir.exists():
         shutil.rmtree(pipeline.conf_dir)  # an earlier version's spark-defaults.conf would reach the command

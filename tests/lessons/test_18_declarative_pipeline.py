@@ -37,6 +37,10 @@ def test_prepare_writes_a_spec_with_this_runs_storage_next_to_a_copy_of_the_defi
     spec = load_pipeline_spec(pipeline.spec)
     assert (spec.name, spec.storage) == ("shop", (tmp_path / "checkpoints").resolve().as_uri())
     assert [library.include for library in spec.libraries] == ["transformations/**/*"]
+    assert spec.configuration == {}  # none given: none written
+    pipeline.configuration = {"shop.events_dir": "/a folder/with: a colon"}
+    pipelines.prepare(pipeline)
+    assert load_pipeline_spec(pipeline.spec).configuration == {"shop.events_dir": "/a folder/with: a colon"}
     copied = sorted(path.name for path in (pipeline.spec.parent / "transformations").iterdir())
     assert copied == ["bronze.py", "gold.sql", "silver.py"]
     # The command's own JVM: spark-class reads its options from SPARK_CONF_DIR/java-opts.
@@ -196,6 +200,11 @@ def test_the_lesson_runs_the_pipeline_twice_and_its_gold_tables_hold_the_exact_f
     # Each command ran one JVM, its launcher: the pipeline ran in the lesson's session, not in a Spark of its own.
     assert re.findall(r"(dry-run|run) \d+ s \(\d+ CPU-s, (\d+) JVM\)", out) == [
         ("dry-run", "1"), ("run", "1"), ("run", "1")]
+    # Its own input folder: the shared one other lessons read got nothing.
+    events = course_home / "output" / "18_declarative_pipeline" / "events"
+    assert sorted(path.name for path in events.glob("events-*.json")) == [f"events-000{n}.json" for n in range(1, 6)] + [
+        "events-typos.json"]
+    assert not list((course_home / "data" / "ecommerce_events").glob("*.json"))
     revenue, funnel = expected_gold()
     warehouse = course_home / "output" / "18_declarative_pipeline" / "warehouse"
     assert read_gold(warehouse, "gold_category_revenue") == revenue
