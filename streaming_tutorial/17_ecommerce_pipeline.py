@@ -239,10 +239,7 @@ def main(argv: list[str] | None = None) -> None:
         banner("3. What the run added up to")
         print(dashboard.render_summary(board.snapshot()))
         print(f"Quarantined: {sources.quarantine_summary(spark, folder / 'quarantine')}")
-        revenue = alerts.latest_per_key(alerts.read_batch_files(folder / "revenue", queries[0].id),
-                                        "window_start", "category")
-        funnel = spark.sql("SELECT * FROM funnel ORDER BY window_start").collect()
-        picture = dashboard.plot_pipeline(revenue, funnel, folder / "pipeline.png")
+        picture = board.plot(folder / "pipeline.png")
         print(f"Saved {paths.display(picture)}: revenue per category over time, and the funnel.")
 
 

@@ -166,6 +166,14 @@ class ShopBoard:
         # The schema lets a product have no name: then its id stands for it.
         return [(row.product_name or row.product_id, row.views, row.carts, row.purchases) for row in rows]
 
+    def plot(self, target: Path) -> Path:
+        """Save the run's picture (``plot_pipeline``): the latest row of each revenue window, the funnel table."""
+        revenue = latest_per_key(read_batch_files(self.folder / "revenue", self.ids["revenue"]),
+                                 "window_start", "category")
+        funnel = self.spark.sql("SELECT * FROM funnel ORDER BY window_start").collect() \
+            if self.spark.catalog.tableExists("funnel") else []
+        return plot_pipeline(revenue, funnel, target)
+
     def snapshot(self) -> Snapshot:
         """The last figures, with each query's latest micro-batch (cheap: read at every redraw)."""
         lines = []
