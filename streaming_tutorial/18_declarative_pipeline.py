@@ -48,7 +48,7 @@ import sys
 
 from pyspark.sql import DataFrame, functions as F
 
-from common import checkpoints, cli, files, paths, pipelines, sources
+from common import cli, files, paths, pipelines, sources
 from common.narration import print_table
 from common.runner import banner, checkpoint_root, lesson_session, run_lesson, say
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
@@ -56,6 +56,7 @@ from common.schemas import ECOMMERCE_EVENT_SCHEMA
 LESSON = "18_declarative_pipeline"
 PIPELINE = "shop"  # the folder streaming_tutorial/pipelines/shop: its spec and its definitions
 INPUT = paths.output_for(LESSON, "events")  # its own input: the other lessons' data/ecommerce_events stays as it is
+BRONZE = "bronze_events"  # the streaming table that reads the files: its checkpoint lists them
 TABLES = ("bronze_events", "silver_events", "silver_quarantine", "gold_category_revenue", "gold_funnel")
 # The shop simulator, run to its end: a fixed seed and start time, so a fresh run shows the same figures.
 GENERATOR = [sys.executable, str(paths.GENERATORS_DIR / "generate_ecommerce_events.py"), "--interval", "0",
@@ -87,13 +88,6 @@ def read_table(spark, table: str) -> DataFrame:
 
 def count_rows(spark) -> dict[str, int]:
     return {table: read_table(spark, table).count() for table in TABLES}
-
-
-def files_read(pipeline: pipelines.Pipeline, table: str = "bronze_events") -> set[str]:
-    """The event files a streaming table's checkpoint says it has read."""
-    return set().union(*(checkpoints.source_files(checkpoint)
-                         for checkpoint in checkpoints.query_checkpoints(pipeline.storage / "_checkpoints")
-                         if table in checkpoint.parts))
 
 
 def read_events(spark) -> DataFrame:
@@ -143,9 +137,9 @@ def main(argv: list[str] | None = None) -> None:
             any data moves ({dry.seconds:.0f} s: the graph went to the lesson's session).""")
 
         banner("3. spark-pipelines run: bronze -> silver -> gold")
-        read_before = files_read(pipeline)  # on a second run of the lesson: what earlier runs read
+        read_before = pipelines.files_read(pipeline, BRONZE)  # on a second run of the lesson: read before
         first = pipelines.run(pipeline, "run")
-        after_first, read_first = count_rows(spark), files_read(pipeline)
+        after_first, read_first = count_rows(spark), pipelines.files_read(pipeline, BRONZE)
         print(f"  run 1 read: {', '.join(sorted(read_first - read_before)) or '(no new file)'}")
 
         banner("4. New files arrive; run again: only they are read")
@@ -154,7 +148,8 @@ def main(argv: list[str] | None = None) -> None:
             files.write_atomically(INPUT, TYPOS_FILE, TYPOS)
         second = pipelines.run(pipeline, "run")
         after_second = count_rows(spark)
-        print(f"  run 2 read: {', '.join(sorted(files_read(pipeline) - read_first)) or '(no new file)'}")
+        read_second = pipelines.files_read(pipeline, BRONZE)
+        print(f"  run 2 read: {', '.join(sorted(read_second - read_first)) or '(no new file)'}")
         print_table(("table", "after run 1", "after run 2"),
                     [(table, after_first[table], after_second[table]) for table in TABLES])
         say("""The streaming tables appended only what was new: their checkpoints (under
@@ -170,13 +165,11 @@ def main(argv: list[str] | None = None) -> None:
         compare_with_lesson_17(spark)
 
         banner("6. When to declare a pipeline, and when to write the queries")
-        costs = ", ".join(f"{run.action} {run.seconds:.0f} s" + (
-            f" ({run.cpu_seconds:.0f} CPU-s, {run.jvms} JVM)" if run.cpu_seconds else "") for run in (dry, first, second))
         say(f"""Declared wins when tables feed tables: the order, the checkpoints, a full refresh of
             one table (run --full-refresh silver_events), a dry-run in CI, one graph to read. It runs
-            as a job sent to a Spark endpoint (each command here: {costs}; the one JVM
-            is the command's launcher, the work ran in the lesson's session), so it suits
-            refreshes every few minutes or hours. Hand-written queries win for results within
+            as a job sent to a Spark endpoint (each command here: {pipelines.costs(dry, first, second)};
+            the one JVM is the command's launcher, the work ran in the lesson's session), so it
+            suits refreshes every few minutes or hours. Hand-written queries win for results within
             seconds (a query that keeps running), for sinks a pipeline does not write (Kafka,
             foreachBatch, a live dashboard like lesson 17's), and for control over triggers and
             state. Both can compute the same figures, as the comparison above shows.""")

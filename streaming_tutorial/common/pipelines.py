@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import paths
+from . import checkpoints, paths
 from .crash import group_members
 from .errors import CourseError
 from .session import DRIVER_JAVA_OPTIONS
@@ -145,6 +145,19 @@ def prepare(pipeline: Pipeline) -> None:
     # The command's own JVM (it runs no Spark, only the client's gateway): quiet, and cheap to start.
     # spark-class reads its options from this file; spark.driver.extraJavaOptions would not reach it.
     (pipeline.conf_dir / "java-opts").write_text(" ".join(DRIVER_JAVA_OPTIONS) + "\n", encoding="utf-8")
+
+
+def files_read(pipeline: Pipeline, table: str) -> set[str]:
+    """The input files a streaming table's checkpoint (under the spec's storage) says it has read."""
+    return set().union(*(checkpoints.source_files(checkpoint)
+                         for checkpoint in checkpoints.query_checkpoints(pipeline.storage / "_checkpoints")
+                         if table in checkpoint.parts))
+
+
+def costs(*runs: RunResult) -> str:
+    """What each command took: "dry-run 7 s (3 CPU-s, 1 JVM), run 12 s ..." (no CPU-s where /proc is missing)."""
+    return ", ".join(f"{run.action} {run.seconds:.0f} s" + (
+        f" ({run.cpu_seconds:.0f} CPU-s, {run.jvms} JVM)" if run.cpu_seconds else "") for run in runs)
 
 
 def server_conf(pipeline: Pipeline) -> dict[str, str]:
