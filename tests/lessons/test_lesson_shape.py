@@ -9,7 +9,9 @@ A lesson that runs a declarative pipeline (``PIPELINE = "<folder>"``, lesson 18)
 queries out of the lesson file: they are the table definitions under
 streaming_tutorial/pipelines/<folder>/transformations, which spark-pipelines reads and runs.
 Their code lines (``.py`` as above; ``.sql`` without blank and ``--`` comment lines) count as
-the lesson's query code: every one of them declares a table.
+the lesson's query code: every one of them declares a table. Such a lesson's file is also
+the operator's side, which a pipeline's whole point is to keep apart from the queries: it runs
+dry-run, run and an incremental run and reads the results. So its bar is a third, not a half.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from conftest import ROOT
 
 MAX_LINES = 250
 MIN_QUERY_SHARE = 0.5
+MIN_QUERY_SHARE_WITH_PIPELINE = 1 / 3  # see the module docstring
 QUERY_PREFIXES = ("read_", "build_", "start_", "parse_", "to_", "write_", "enrich")
 LESSONS = sorted((ROOT / "streaming_tutorial").glob("[0-9][0-9]_*.py"))
 SHAPED = [path for path in LESSONS if "01" <= path.name[:2] <= "18"]
@@ -85,7 +88,8 @@ def test_a_lesson_fits_on_a_few_screens(lesson):
 @pytest.mark.parametrize("lesson", SHAPED, ids=lambda path: path.stem)
 def test_a_lesson_is_mostly_its_query(lesson):
     share = query_share(lesson)
-    assert share >= MIN_QUERY_SHARE, f"{lesson.name}: only {share:.0%} of its code builds or starts queries"
+    bar = MIN_QUERY_SHARE_WITH_PIPELINE if pipeline_definitions(lesson.read_text(encoding="utf-8")) else MIN_QUERY_SHARE
+    assert share >= bar, f"{lesson.name}: only {share:.0%} of its code builds or starts queries"
 
 
 def test_the_measure_tells_query_code_from_machinery(tmp_path):
