@@ -310,9 +310,22 @@ class CpuMeter:
                 fields = stat[stat.rindex(")") + 2:].split()
                 if int(fields[2]) == self.pgid:  # utime and stime are fields 14 and 15 of stat
                     self.seen[entry.name] = max(self.seen.get(entry.name, 0), int(fields[11]) + int(fields[12]))
-                    self.names[entry.name] = stat[stat.index("(") + 1:stat.rindex(")")]
+                    name = stat[stat.index("(") + 1:stat.rindex(")")]
+                    if self.names.get(entry.name) not in (name, "launcher"):  # new, or it exec'd another program
+                        self.names[entry.name] = self._what(entry, name)
             if self._done.wait(SAMPLE_SECONDS):
                 return
+
+    @staticmethod
+    def _what(entry: Path, name: str) -> str:
+        """The process's name; "launcher" for the short JVM spark-class runs to build the real command."""
+        if name != "java":
+            return name
+        try:
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            return name
+        return "launcher" if b"org.apache.spark.launcher.Main" in command else name
 
     def stop(self) -> None:
         self._done.set()
@@ -322,6 +335,7 @@ class CpuMeter:
         return sum(self.seen.values()) / self._ticks if self.seen else None
 
     def jvms(self) -> int:
+        """The JVMs the command ran, not counting spark-class's brief one that only builds the command line."""
         return sum(name == "java" for name in self.names.values())
 
 

@@ -209,3 +209,14 @@ def test_the_lesson_runs_the_pipeline_twice_and_its_gold_tables_hold_the_exact_f
     warehouse = course_home / "output" / "18_declarative_pipeline" / "warehouse"
     assert read_gold(warehouse, "gold_category_revenue") == revenue
     assert read_gold(warehouse, "gold_funnel") == funnel
+
+
+def test_the_jvm_count_leaves_out_the_brief_launcher_jvm_spark_class_runs_first(tmp_path):
+    for pid, command in (("1", b"java\0-cp\0jars/*\0org.apache.spark.launcher.Main\0"),
+                         ("2", b"java\0-cp\0jars/*\0org.apache.spark.deploy.SparkPipelines\0")):
+        (tmp_path / pid).mkdir()
+        (tmp_path / pid / "cmdline").write_bytes(command)
+    assert pipelines.CpuMeter._what(tmp_path / "1", "java") == "launcher"
+    assert pipelines.CpuMeter._what(tmp_path / "2", "java") == "java"
+    assert pipelines.CpuMeter._what(tmp_path / "3", "java") == "java"  # gone before its command line was read
+    assert pipelines.CpuMeter._what(tmp_path / "2", "python3") == "python3"
