@@ -10,10 +10,11 @@
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 from . import paths
 from .errors import CourseError
@@ -53,6 +54,24 @@ def records_as_text(records: Sequence[dict]) -> str:
     return ", ".join(" ".join(text(field, value) for field, value in record.items()) for record in records) or "-"
 
 
+@contextmanager
+def jvm_logs_off() -> Iterator[None]:
+    """Silence the JVM's log while a refusal is shown: a query that fails while it runs logs its
+    failure at ERROR, with the stack traces of the task, the job and the query (over a hundred
+    lines), before Spark gives its message to the lesson, which shows it once, in one line."""
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.getActiveSession()
+    if spark is None:
+        yield
+        return
+    spark.sparkContext.setLogLevel("OFF")
+    try:
+        yield
+    finally:
+        spark.sparkContext.setLogLevel("WARN")  # the course's level (common.session.get_spark)
+
+
 def show_refusal(attempt: Callable[[], object], what: str) -> str:
     """Run ``attempt`` (which Spark must refuse), print Spark's message, and return it.
 
@@ -64,16 +83,17 @@ def show_refusal(attempt: Callable[[], object], what: str) -> str:
     """
     started = False
     try:
-        query = attempt()
-        if query is not None and hasattr(query, "awaitTermination"):
-            started = True
-            try:
-                query.awaitTermination(REFUSAL_TIMEOUT_SECONDS)
-            finally:
-                if query.isActive:
-                    query.stop()
-            if query.exception() is not None:
-                raise query.exception()
+        with jvm_logs_off():
+            query = attempt()
+            if query is not None and hasattr(query, "awaitTermination"):
+                started = True
+                try:
+                    query.awaitTermination(REFUSAL_TIMEOUT_SECONDS)
+                finally:
+                    if query.isActive:
+                        query.stop()
+                if query.exception() is not None:
+                    raise query.exception()
     except Exception as error:  # AnalysisException at start(), StreamingQueryException when it runs
         if started:
             # start() accepted it; the query died afterwards, and only query.exception() (or
