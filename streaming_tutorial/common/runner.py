@@ -125,38 +125,47 @@ def run_queries(
     started = time.monotonic()
     deadline = started + (AVAILABLE_NOW_TIMEOUT if available_now else args.duration)
     last_every, drainer = started, None
-    try:
-        while True:
-            active = [query for query in queries if query.isActive]
-            if not active:
-                break
-            for query in active:  # awaitTermination raises the query's failure, if any
-                query.awaitTermination(max(POLL_SECONDS / len(active), MIN_WAIT_SECONDS))
-            now = time.monotonic()
-            if every is not None and now - last_every >= every_seconds:
-                last_every = now
-                every()
-            if drainer is None and until is not None and not available_now and until():
-                drainer = drain_in_background(active)
-            if drainer is not None and not drainer.is_alive():
-                break
-            if now >= deadline:
-                if available_now:
-                    raise TimeoutError(f"availableNow queries still running after {AVAILABLE_NOW_TIMEOUT} s")
-                if not (first_batch_running(active) and now < deadline + FIRST_BATCH_GRACE_SECONDS):
+    with ctrl_c_between_calls() as check_ctrl_c:
+        try:
+            while True:
+                active = [query for query in queries if query.isActive]
+                if not active:
                     break
-    finally:
-        for query in queries:
-            stop_between_batches(query)
+                for query in active:  # awaitTermination raises the query's failure, if any
+                    query.awaitTermination(max(POLL_SECONDS / len(active), MIN_WAIT_SECONDS))
+                    check_ctrl_c()
+                now = time.monotonic()
+                if every is not None and now - last_every >= every_seconds:
+                    last_every = now
+                    every()
+                if drainer is None and until is not None and not available_now and until():
+                    drainer = drain_in_background(active)
+                if drainer is not None and not drainer.is_alive():
+                    break
+                if now >= deadline:
+                    if available_now:
+                        raise TimeoutError(f"availableNow queries still running after {AVAILABLE_NOW_TIMEOUT} s")
+                    if not (first_batch_running(active) and now < deadline + FIRST_BATCH_GRACE_SECONDS):
+                        break
+        finally:
+            for query in queries:
+                stop_between_batches(query)
     raise_failure(queries)
 
 
 def finish(queries: Sequence, timeout: float = AVAILABLE_NOW_TIMEOUT) -> None:
     """Wait for availableNow (or finite) queries to end by themselves; raise a failure."""
-    for query in queries:
-        if not query.awaitTermination(timeout):
-            stop_between_batches(query)
-            raise TimeoutError(f"query {query.name} did not finish its input within {timeout} s")
+    deadline = time.monotonic() + timeout
+    with ctrl_c_between_calls() as check_ctrl_c:
+        try:
+            for query in queries:
+                while not query.awaitTermination(POLL_SECONDS):
+                    check_ctrl_c()
+                    if time.monotonic() >= deadline:
+                        raise TimeoutError(f"query {query.name} did not finish its input within {timeout} s")
+        finally:
+            for query in queries:
+                stop_between_batches(query)
     raise_failure(queries)
 
 
@@ -165,6 +174,38 @@ def raise_failure(queries: Sequence) -> None:
         failure = query.exception()
         if failure is not None:
             raise failure
+
+
+@contextmanager
+def ctrl_c_between_calls() -> Iterator[Callable[[], None]]:
+    """While the run loop waits for its queries, Ctrl-C is noted, not raised where it lands;
+    the loop calls the yielded ``check()`` between its calls into the JVM, which raises
+    KeyboardInterrupt once Ctrl-C was pressed. A second Ctrl-C raises at once.
+
+    Why: Python raises KeyboardInterrupt wherever the main thread is, most often inside a
+    py4j call that is waiting for the JVM's answer. That call's connection is then left
+    half-read, and the next call, the one that stops the query between batches, can fail
+    with "Answer from Java side is empty" instead of stopping it (seen under load).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: None  # signal handlers belong to the main thread; there Ctrl-C is not ours
+        return
+    pressed = threading.Event()
+
+    def note(signum, frame) -> None:
+        if pressed.is_set():
+            raise KeyboardInterrupt
+        pressed.set()
+
+    def check() -> None:
+        if pressed.is_set():
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, note)
+    try:
+        yield check
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def first_batch_running(queries: Sequence) -> bool:
@@ -255,9 +296,15 @@ def drain(queries: Sequence, timeout: float = AVAILABLE_NOW_TIMEOUT) -> None:
     the counterpart of ``finish``. Raises a query's failure; TimeoutError after ``timeout`` s.
     """
     drainer = drain_in_background([query for query in queries if query.isActive])
-    drainer.join(timeout)
-    for query in queries:
-        stop_between_batches(query)
+    deadline = time.monotonic() + timeout
+    with ctrl_c_between_calls() as check_ctrl_c:
+        try:
+            while drainer.is_alive() and time.monotonic() < deadline:
+                drainer.join(POLL_SECONDS)
+                check_ctrl_c()
+        finally:
+            for query in queries:
+                stop_between_batches(query)
     raise_failure(queries)
     if drainer.is_alive():
         raise TimeoutError(f"the queries did not process their input within {timeout} s")

@@ -200,3 +200,44 @@ def test_ctrl_c_hides_py4js_tracebacks_of_the_interrupted_call_and_its_closed_co
     except BrokenPipeError:
         logging.getLogger("py4j.clientserver").exception("Exception occurred while shutting down connection")
     assert [record.exc_info[0] for record in caplog.records] == [BrokenPipeError]
+
+
+def test_ctrl_c_in_the_run_loop_is_raised_between_calls_and_the_query_still_stops(spark, tmp_path):
+    import signal
+
+    write_files(tmp_path / "in", 3)
+    query = memory_query(spark, tmp_path / "in", "interrupted", tmp_path / "cp")
+    handler_before, presses = signal.getsignal(signal.SIGINT), []
+
+    def press_ctrl_c() -> None:  # the run loop's callback: Ctrl-C lands here, as it would inside a JVM call
+        presses.append("pressed")
+        signal.raise_signal(signal.SIGINT)
+        presses.append("went on")  # the plain handler would have raised KeyboardInterrupt on the line above
+
+    with pytest.raises(KeyboardInterrupt):
+        run_queries([query], Namespace(duration=600), every=press_ctrl_c, every_seconds=0)
+
+    assert presses == ["pressed", "went on"]  # raised at the loop's next check, once
+    assert not query.isActive and query.exception() is None  # stopped cleanly, not failed
+    assert signal.getsignal(signal.SIGINT) is handler_before  # the handler is given back
+
+
+def test_a_second_ctrl_c_does_not_wait_for_the_next_check():
+    import signal
+    import threading
+
+    from common.runner import ctrl_c_between_calls
+
+    with ctrl_c_between_calls() as check:
+        check()  # nothing pressed yet
+        signal.raise_signal(signal.SIGINT)
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
+        with pytest.raises(KeyboardInterrupt):
+            check()
+    # Outside the main thread there is no handler to install: the check never raises.
+    checks = []
+    worker = threading.Thread(target=lambda: checks.append(ctrl_c_between_calls().__enter__()()))
+    worker.start()
+    worker.join()
+    assert checks == [None]
