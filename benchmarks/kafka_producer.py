@@ -9,7 +9,7 @@ the clock starts, so the figure is the client's and the broker's, not the JSON e
   for a producer that races (``PRODUCER_SETTINGS`` and ``RACING_SETTINGS`` there).
 - ``producer_confluent_msgs_per_s``: confluent-kafka (librdkafka, C) with its defaults plus
   the same acks.
-- ``producer_kafka_python_<variant>_msgs_per_s``: what the course's settings were chosen from.
+- ``producer_kafka_python_<variant>_msgs_per_s`` (full run): what the course's settings were chosen from.
 """
 
 from __future__ import annotations
@@ -78,8 +78,9 @@ def run(results: Results, progress, bootstrap: str, size) -> None:
     course_settings = {**course_producer.PRODUCER_SETTINGS, **course_producer.RACING_SETTINGS}
     clients = {"kafka_python": lambda topic: kafka_python_rate(bootstrap, topic, payload, course_settings),
                "confluent": lambda topic: confluent_rate(bootstrap, topic, payload)}
-    clients.update({f"kafka_python_{name}": (lambda topic, s=settings: kafka_python_rate(bootstrap, topic, payload, s))
-                    for name, settings in VARIANTS.items()})
+    if size.candidates:
+        clients.update({f"kafka_python_{name}": (lambda topic, s=settings: kafka_python_rate(bootstrap, topic, payload, s))
+                        for name, settings in VARIANTS.items()})
     rates: dict[str, list[float]] = {name: [] for name in clients}
     # Rounds alternate the clients, so a busy moment on the machine does not favour one.
     for round_number in range(size.producer_rounds):

@@ -38,7 +38,11 @@ def draw(figures: dict, folder: Path, title_note: str) -> list[Path]:
     written = []
     figure, axes = plt.subplots(figsize=(6, 3.6))
     points = partitions_points(figures)
-    axes.plot([p for p, _ in points], [ms for _, ms in points], marker="o")
+    axes.plot([p for p, _ in points], [ms for _, ms in points], marker="o", label="the course's other settings")
+    if "stateful_default_batch_p50_ms" in figures:
+        axes.plot([figures.get("stateful_default_partitions", 200)], [figures["stateful_default_batch_p50_ms"]],
+                  marker="s", linestyle="none", color="tab:red", label="Spark's defaults")
+    axes.legend(fontsize=8)
     axes.set_xscale("log")
     axes.set_xlabel("spark.sql.shuffle.partitions")
     axes.set_ylabel("stateful micro-batch, p50 (ms)")

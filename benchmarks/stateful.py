@@ -11,6 +11,9 @@ first runs.
 - ``stateful_try_<setting>_p50_ms``: the course's settings plus one candidate each.
 - ``stateful_partitions_<n>_p50_ms``: the course's settings at other shuffle partitions
   (the curve in docs/stateful_partitions.png).
+
+The course's settings that matter here (common/session.py): shuffle partitions = cores, and
+checkpoint files written through Hadoop's FileSystem API (checkpointFileManagerClass).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pathlib import Path
 from pyspark.sql import functions as F
 
 from benchmarks.harness import Results, Stats, batch_times, sql_conf, stop
+from common.session import CHECKPOINT_MANAGER_CONF, FILE_CONTEXT_CHECKPOINTS
 from common.state_reader import CHANGELOG_CONF, HDFS_PROVIDER, PROVIDER_CONF, ROCKSDB_PROVIDER
 
 ROWS_PER_SECOND = 1000  # the rate source's fixed pace
@@ -31,7 +35,8 @@ MAINTENANCE_CONF = "spark.sql.streaming.stateStore.maintenanceInterval"
 # Spark's own values for every setting the course changes or tries; set explicitly, so the
 # "defaults" side stays Spark's whatever common/session.py makes the course's default.
 SPARK_DEFAULTS = {PARTITIONS_CONF: "200", PROVIDER_CONF: HDFS_PROVIDER, CHANGELOG_CONF: "false",
-                  NO_DATA_BATCHES_CONF: "true", MIN_BATCHES_CONF: "100", MAINTENANCE_CONF: "60s"}
+                  NO_DATA_BATCHES_CONF: "true", MIN_BATCHES_CONF: "100", MAINTENANCE_CONF: "60s",
+                  CHECKPOINT_MANAGER_CONF: FILE_CONTEXT_CHECKPOINTS}
 # One candidate at a time on top of the course's settings.
 CANDIDATES = {
     "rocksdb": {PROVIDER_CONF: ROCKSDB_PROVIDER},
@@ -57,6 +62,10 @@ def measure(spark, checkpoint: Path, settings: dict, warm_up: int, measured: int
 
 
 def run(spark, results: Results, progress, workdir: Path, size) -> None:
+    with progress.step("stateful", "warming the JVM up (not recorded)"):
+        # The first query of a JVM runs on code not compiled yet: it would handicap whichever
+        # side came first.
+        measure(spark, workdir / "jvm-warm-up", {}, 0, size.warm_up + 2)
     with progress.step("stateful", "course settings"):
         tuned = Stats.of(measure(spark, workdir / "tuned", {}, size.warm_up, size.samples))
     results.put_stats("stateful_batch", tuned)
@@ -66,10 +75,9 @@ def run(spark, results: Results, progress, workdir: Path, size) -> None:
     results.put_stats("stateful_default_batch", default)
     results.put("stateful_default_partitions", size.default_partitions)
     results.put("stateful_default_over_tuned", default.p50 / tuned.p50)
-    # Both sides are points of the partitions curve: the course's own count, and Spark's 200
-    # (the other settings Spark's defaults change are the course's too, see SPARK_DEFAULTS).
+    # The course's own count is a point of the partitions curve (the curve's other points
+    # change only the partitions, so Spark's 200 with the course's other settings is there too).
     results.put_stats(f"stateful_partitions_{spark.conf.get(PARTITIONS_CONF)}", tuned)
-    results.put_stats(f"stateful_partitions_{size.default_partitions}", default)
     for name, settings in CANDIDATES.items() if size.candidates else ():
         with progress.step("stateful", f"course settings + {name}"):
             tried = Stats.of(measure(spark, workdir / f"try-{name}", settings, size.warm_up, size.samples))

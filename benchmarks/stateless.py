@@ -6,7 +6,9 @@ offset log write before the batch (walCommit), the batch, the commit log write a
 
 - ``stateless_batch_p50_ms`` / ``_p95_ms``: rate -> noop with the course's settings, and
   ``stateless_<part>_ms``: the median of each part of the batch (durationMs).
-- ``stateless_try_min_batches_to_retain_10_p50_ms``: fewer old log files kept.
+- ``stateless_default_batch_p50_ms``: the same with Spark's checkpoint file manager (the
+  course writes its checkpoint files through Hadoop's FileSystem API: common/session.py).
+- ``stateless_try_min_batches_to_retain_10_p50_ms`` (full run): fewer old log files kept.
 - ``stateless_kafka_batch_p50_ms`` against ``stateless_kafka_async_batch_p50_ms``: rate ->
   Kafka, without and with ``asyncProgressTrackingEnabled`` (Spark allows it only with the
   Kafka sink): the offset and commit logs are written in the background, every
@@ -20,7 +22,8 @@ from pathlib import Path
 
 from pyspark.sql import functions as F
 
-from benchmarks.harness import Results, Stats, data_batches, sql_conf, stop, wait_for_batches
+from benchmarks.harness import Results, Stats, sql_conf, stop, wait_for_batches
+from common.session import CHECKPOINT_MANAGER_CONF, FILE_CONTEXT_CHECKPOINTS
 
 ROWS_PER_SECOND = 1
 BATCH_TIMEOUT = 30  # seconds per batch at worst (one comes every second)
@@ -62,9 +65,15 @@ def run(spark, results: Results, progress, workdir: Path, size, bootstrap: str) 
     results.put_stats("stateless_batch", times(batches))
     for part in PARTS:
         results.put(f"stateless_{part}_ms", statistics.median(batch["durationMs"].get(part, 0) for batch in batches))
-    with progress.step("stateless", "+ minBatchesToRetain=10"):
-        tried = measure(spark, workdir / "noop-min-batches", size, settings={"spark.sql.streaming.minBatchesToRetain": "10"})
-    results.put_stats("stateless_try_min_batches_to_retain_10", times(tried))
+    with progress.step("stateless", "the same with Spark's checkpoint file manager (FileContext)"):
+        default = measure(spark, workdir / "noop-file-context", size,
+                          settings={CHECKPOINT_MANAGER_CONF: FILE_CONTEXT_CHECKPOINTS})
+    results.put_stats("stateless_default_batch", times(default))
+    if size.candidates:
+        with progress.step("stateless", "+ minBatchesToRetain=10"):
+            tried = measure(spark, workdir / "noop-min-batches", size,
+                            settings={"spark.sql.streaming.minBatchesToRetain": "10"})
+        results.put_stats("stateless_try_min_batches_to_retain_10", times(tried))
     recreate_topics(bootstrap, [TOPIC], 1)
     kafka = {"kafka.bootstrap.servers": bootstrap, "topic": TOPIC}
     with progress.step("stateless", "rate -> Kafka, progress tracked in each batch"):

@@ -1,6 +1,6 @@
 """Throughput ceilings on this machine: JSON files -> Delta, Kafka -> Delta, rate -> noop.
 
-Each source is read in equal micro-batches (one file, ``maxOffsetsPerTrigger`` messages, or
+Each source is read in equal micro-batches (a file per core, ``maxOffsetsPerTrigger`` messages, or
 ``rowsPerBatch`` rows per batch); a batch's rate is its input rows over its
 ``durationMs.triggerExecution``; the figure is the median over the batches after warm-up.
 
@@ -11,6 +11,7 @@ Each source is read in equal micro-batches (one file, ``maxOffsetsPerTrigger`` m
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pyspark.sql import functions as F
@@ -42,15 +43,16 @@ def to_delta(events, table: Path, checkpoint: Path):
 def files_to_delta(spark, workdir: Path, size) -> Stats:
     folder = workdir / "json-in"
     folder.mkdir(parents=True, exist_ok=True)
-    lines = [value.decode() for _, value in messages(size.rows_per_file)]
-    for number in range(size.warm_up + size.samples):
+    cores = os.cpu_count() or 1
+    lines = [value.decode() for _, value in messages(size.rows_per_file // cores)]
+    for number in range((size.warm_up + size.samples) * cores):  # a file per core in each batch
         (folder / f"{number:05d}.json").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    events = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(folder))
+    events = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", cores).json(str(folder))
     return rates(to_delta(events, workdir / "json-delta", workdir / "json-delta-chk"), size.warm_up, size.samples)
 
 
 def kafka_to_delta(spark, workdir: Path, size, bootstrap: str) -> Stats:
-    recreate_topics(bootstrap, [TOPIC], 1)
+    recreate_topics(bootstrap, [TOPIC], os.cpu_count() or 1)  # a partition per core: one task each
     batches = size.warm_up + size.samples
     confluent_rate(bootstrap, TOPIC, messages(size.rows_per_file * batches))  # the fast client fills it
     raw = read_kafka(spark, bootstrap, TOPIC, max_offsets_per_trigger=size.rows_per_file)
