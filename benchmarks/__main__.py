@@ -61,14 +61,14 @@ class Size:
     producer_messages: int = 200_000  # in all, split over the rounds
     producer_rounds: int = 5
     e2e_messages: int = 100
-    rows_per_file: int = 50_000  # per micro-batch, files and Kafka -> Delta
+    rows_per_file: int = 200_000  # per micro-batch, files and Kafka -> Delta: large, a ceiling
     rate_rows_per_batch: int = 1_000_000
     first_output_runs: int = 3
 
 
 SIZES = {
     "full": Size("full", warm_up=2, samples=7, partitions_curve=[1, 4, 8, 16, 50, 200],
-                 producer_messages=1_000_000, e2e_messages=400, rows_per_file=200_000,
+                 producer_messages=1_000_000, e2e_messages=400, rows_per_file=500_000,
                  rate_rows_per_batch=5_000_000, first_output_runs=5),
     "quick": Size("quick", candidates=False, max_state_keys=100_000, producer_messages=250_000),
     "tiny": Size("tiny", warm_up=0, samples=1, default_partitions=4, candidates=False, partitions_curve=[1],

@@ -19,7 +19,6 @@ from pyspark.sql import functions as F
 from benchmarks.harness import Results, Stats, stop, wait_for_batches
 from benchmarks.kafka_producer import confluent_rate, messages
 from common.kafka import recreate_topics
-from common.sources import read_kafka
 
 TOPIC = "bench-throughput"
 SCHEMA = "event_id STRING, user_id STRING, event_type STRING, product_id STRING, price DOUBLE, ts TIMESTAMP"
@@ -51,11 +50,15 @@ def files_to_delta(spark, workdir: Path, size) -> Stats:
     return rates(to_delta(events, workdir / "json-delta", workdir / "json-delta-chk"), size.warm_up, size.samples)
 
 
-def kafka_to_delta(spark, workdir: Path, size, bootstrap: str) -> Stats:
+def kafka_to_delta(spark, workdir: Path, size, bootstrap: str, options: dict | None = None) -> Stats:
     recreate_topics(bootstrap, [TOPIC], os.cpu_count() or 1)  # a partition per core: one task each
     batches = size.warm_up + size.samples
     confluent_rate(bootstrap, TOPIC, messages(size.rows_per_file * batches))  # the fast client fills it
-    raw = read_kafka(spark, bootstrap, TOPIC, max_offsets_per_trigger=size.rows_per_file)
+    reader = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", TOPIC)
+              .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", size.rows_per_file))
+    for key, value in (options or {}).items():
+        reader = reader.option(key, value)
+    raw = reader.load()
     events = raw.select(F.from_json(F.col("value").cast("string"), SCHEMA).alias("e")).select("e.*")
     return rates(to_delta(events, workdir / "kafka-delta", workdir / "kafka-delta-chk"), size.warm_up, size.samples)
 
