@@ -21,11 +21,14 @@ def partitions_points(figures: dict) -> list[tuple[int, float]]:
 
 
 def state_points(figures: dict) -> dict[str, list[tuple[int, float]]]:
-    lines: dict[str, list[tuple[int, float]]] = {}
+    """{provider: [(keys, batch ms)]}, at the keys each size really held (state_store_<tier>_keys:
+    --quick stops at 100k); a size that repeats a smaller one's keys is left out."""
+    lines: dict[str, dict[int, float]] = {}
     for key, value in figures.items():
         if m := STATE_KEY.match(key):
-            lines.setdefault(m.group(1), []).append((KEYS_PER_TIER[m.group(2)], value))
-    return {name: sorted(points) for name, points in sorted(lines.items())}
+            keys = int(figures.get(f"state_store_{m.group(2)}_keys", KEYS_PER_TIER[m.group(2)]))
+            lines.setdefault(m.group(1), {}).setdefault(keys, value)
+    return {name: sorted(points.items()) for name, points in sorted(lines.items())}
 
 
 def draw(figures: dict, folder: Path, title_note: str) -> list[Path]:
@@ -46,6 +49,7 @@ def draw(figures: dict, folder: Path, title_note: str) -> list[Path]:
     axes.set_xscale("log")
     axes.set_xlabel("spark.sql.shuffle.partitions")
     axes.set_ylabel("stateful micro-batch, p50 (ms)")
+    axes.set_ylim(bottom=0)
     axes.set_title(f"rate -> groupBy().count(), update mode\n{title_note}", fontsize=9)
     axes.grid(True, alpha=0.3)
     figure.tight_layout()
@@ -59,6 +63,7 @@ def draw(figures: dict, folder: Path, title_note: str) -> list[Path]:
     axes.set_xscale("log")
     axes.set_xlabel("keys in state")
     axes.set_ylabel("update micro-batch, p50 (ms)")
+    axes.set_ylim(bottom=0)
     axes.set_title(f"1,000 keys updated per batch\n{title_note}", fontsize=9)
     axes.legend(fontsize=8)
     axes.grid(True, alpha=0.3)

@@ -80,6 +80,10 @@ def test_the_plots_read_their_points_from_the_figures():
                "state_store_hdfs_10k_batch_ms_max": 9.0}
     assert partitions_points(figures) == [(2, 300.0), (200, 7000.0)]
     assert state_points(figures) == {"hdfs": [(10_000, 210.0)], "rocksdb": [(10_000, 200.0), (1_000_000, 500.0)]}
+    # A --quick run stops at 100k keys: its "1m" size is drawn where it was, or left out if repeated.
+    quick = {"state_store_hdfs_10k_batch_ms": 1.0, "state_store_hdfs_100k_batch_ms": 2.0,
+             "state_store_hdfs_1m_batch_ms": 3.0, "state_store_100k_keys": 100_000, "state_store_1m_keys": 100_000}
+    assert state_points(quick) == {"hdfs": [(10_000, 1.0), (100_000, 2.0)]}
 
 
 # --- one tiny run, as a learner runs it ----------------------------------------------------------------
