@@ -4,7 +4,7 @@ Run (from the project root, after the README's set-up; under 3 minutes with --qu
   python -m benchmarks                 # the full run, about 10-15 minutes on 2 cores
   python -m benchmarks --quick         # smaller sizes, the same figures
   python -m benchmarks --only stateful,producer
-  python -m benchmarks --tiny --output /tmp/bench    # the smoke test's size: every key, no meaning
+  python -m benchmarks --tiny --output FOLDER        # the smoke test's size: every key, no meaning
 
 It prints progress lines while it runs and a table at the end, and writes
 ``output/benchmarks/results.json`` (a flat object: the date, the machine, every figure) and,
@@ -106,6 +106,7 @@ def count_steps(chosen: list[str], size: Size) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     from common import paths
+    from common.errors import CourseError
 
     args = parse_args(argv)
     size, chosen = args.size, args.chosen
@@ -119,6 +120,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"python -m benchmarks ({size.name}): {', '.join(chosen)}; progress on stderr", flush=True)
     try:
         run(chosen, size, results, progress, workdir)
+    except KeyboardInterrupt:
+        print("Stopped (Ctrl-C): queries, session and broker stopped; no results written.", file=sys.stderr)
+        return 130
+    except CourseError as error:  # e.g. no Kafka broker answers: one paragraph of advice
+        print(str(error), file=sys.stderr)
+        return 1
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     results.info["load_average_end"] = harness.load_average()

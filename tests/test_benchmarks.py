@@ -112,3 +112,15 @@ def test_a_tiny_run_writes_every_key_as_a_number(kafka_bootstrap, course_home, t
     assert sorted(path.name for path in output.glob("*.png")) == ["state_store_size.png", "stateful_partitions.png"]
     assert not (output / "work").exists(), "the scratch folder is removed"
     assert not (course_home / "checkpoints").exists() or not any((course_home / "checkpoints").iterdir())
+
+
+@pytest.mark.smoke
+def test_no_broker_is_advice_and_exit_1_not_a_traceback(course_home, tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--tiny", "--only", "producer", "--output", str(tmp_path / "bench")],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+        env={**os.environ, "STREAMING_COURSE_HOME": str(course_home), "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1"})
+
+    assert result.returncode == 1
+    assert "No Kafka broker answers at 127.0.0.1:1" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "bench" / "results.json").exists()
