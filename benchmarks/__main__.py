@@ -99,7 +99,7 @@ def count_steps(chosen: list[str], size: Size) -> int:
     from benchmarks import kafka_producer
 
     per = {"first_output": size.first_output_runs, "stateless": 4 + size.candidates, "state_stores": 6,
-           "throughput": 3, "end_to_end": 1, "stateful": 3 + 5 * size.candidates + len(size.partitions_curve),
+           "throughput": 3, "end_to_end": 1, "stateful": 3 + 6 * size.candidates + len(size.partitions_curve),
            "producer": size.producer_rounds * (2 + len(kafka_producer.VARIANTS) * size.candidates)}
     return sum(per[name] for name in chosen)
 

@@ -8,7 +8,8 @@ first runs.
 
 - ``stateful_batch_p50_ms``: the course's settings (``common.session.get_spark`` as it is).
 - ``stateful_default_over_tuned``: the same query with Spark's own defaults, p50 over p50.
-- ``stateful_try_<setting>_p50_ms``: the course's settings plus one candidate each.
+- ``stateful_try_<setting>_p50_ms``: the course's settings plus one candidate each, then
+  ``stateful_course_again_p50_ms``: the course's settings measured once more after them.
 - ``stateful_partitions_<n>_p50_ms``: the course's settings at other shuffle partitions
   (the curve in docs/stateful_partitions.png).
 
@@ -82,6 +83,14 @@ def run(spark, results: Results, progress, workdir: Path, size) -> None:
         with progress.step("stateful", f"course settings + {name}"):
             tried = Stats.of(measure(spark, workdir / f"try-{name}", settings, size.warm_up, size.samples))
         results.put_stats(f"stateful_try_{name}", tried)
+    if size.candidates:
+        # The course's side once more, after the candidates: a full run on 2 cores measured every
+        # candidate 10-45% under the course's first measurement, with or without a setting that
+        # cannot matter here (no-data batches: the rate source always has data). Compare each
+        # candidate with this one too.
+        with progress.step("stateful", "course settings again"):
+            again = Stats.of(measure(spark, workdir / "tuned-again", {}, size.warm_up, size.samples))
+        results.put_stats("stateful_course_again", again)
     partitions_curve(spark, results, progress, workdir, size.partitions_curve, size.warm_up, size.samples)
 
 
