@@ -12,6 +12,10 @@ promotes it to the archive only once that JVM has exited and a throw-away ``java
 has mapped the file without error.
 An archive that does not fit (another JDK, another pyspark) is ignored by the JVM, which then
 loads classes as usual; it is keyed by both, so it is rebuilt once for the new pair.
+What the archive holds depends on the run that wrote it, so ``python course.py`` trains it
+once per JDK + pyspark pair (``train``): a JVM runs common/archive_training.py, which touches
+what the lessons use, and its archive replaces one a smaller run may have written first.
+
 Set ``STREAMING_COURSE_CLASS_ARCHIVE=off`` to run without one.
 """
 
@@ -20,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -32,6 +37,10 @@ SWITCH = "STREAMING_COURSE_CLASS_ARCHIVE"
 WRITING_SECONDS = 120
 # The JVM says nothing about the archive: a mismatch only means a slower start.
 QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
+# SWITCH=write:<file> makes a session's JVM write its archive to <file> (train() does so).
+WRITE_TO = "write:"
+# How long train() waits for the training JVM to finish writing after its Python exited.
+WRITE_SECONDS = 120
 # A dynamic archive's first four bytes (0xf00baba8, little-endian, as the JVM writes it on x86 and arm64).
 DYNAMIC_ARCHIVE_MAGIC = bytes.fromhex("a8ab0bf0")
 
@@ -58,8 +67,11 @@ def java_options() -> tuple[list[str], Path | None]:
     With an archive: use it. Without: write one when the JVM exits; the caller then says which
     JVM that is with ``record_writer``, so a later session knows when the file is complete.
     """
-    if os.environ.get(SWITCH, "").lower() in ("off", "0", "false", "no"):
+    switch = os.environ.get(SWITCH, "")
+    if switch.lower() in ("off", "0", "false", "no"):
         return [], None
+    if switch.startswith(WRITE_TO):  # train(): this JVM writes a new archive there, whatever exists
+        return [f"-XX:ArchiveClassesAtExit={switch[len(WRITE_TO):]}", *QUIET], None
     archive = archive_path()
     if archive is None:
         return [], None
@@ -149,3 +161,64 @@ def complete(candidate: Path) -> bool:
         except (OSError, subprocess.TimeoutExpired):
             return False
     return result.returncode == 0
+
+
+def trained_marker(archive: Path) -> Path:
+    return archive.with_name(f"{archive.stem}.trained")
+
+
+TRAINING = ("-m", "common.archive_training")  # run with this Python from streaming_tutorial/
+
+
+def train(workload: tuple[str, ...] = TRAINING, timeout: float = 600) -> str | None:
+    """Write the archive from a training run and put it in place of any archive there.
+
+    ``workload``: the Python arguments of a program that starts a Spark session, prints
+    ``jvm-pid: <its JVM's pid>`` and exits 0 (common/archive_training.py). Returns None when
+    done, else why not (the lessons then start as before)."""
+    archive = archive_path()
+    if archive is None:
+        return "no Java or no pyspark here"
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    # Not named like a session's pending file: promote_pending() must leave it alone.
+    pending = archive.with_name(f"{archive.stem}.training-{os.getpid()}.jsa-part")
+    environment = {**os.environ, SWITCH: WRITE_TO + str(pending)}
+    try:
+        result = subprocess.run([sys.executable, *workload], cwd=paths.LESSONS_DIR,
+                                env=environment, capture_output=True, text=True, timeout=timeout)
+        if result.returncode != 0:
+            return f"the training run failed: {(result.stderr.strip().splitlines() or ['no message'])[-1]}"
+        jvm_pid = int(result.stdout.split("jvm-pid: ", 1)[1].split()[0])
+        deadline = time.monotonic() + WRITE_SECONDS
+        while running(jvm_pid) and time.monotonic() < deadline:  # the JVM writes the archive as it exits
+            time.sleep(0.2)
+        if running(jvm_pid) or not complete(pending):
+            return "the training JVM wrote no usable archive"
+        os.replace(pending, archive)  # JVMs running on the old archive keep their mapping of it
+        trained_marker(archive).write_text(time.strftime("%Y-%m-%d %H:%M:%S") + "\n", encoding="utf-8")
+        return None
+    except (OSError, ValueError, IndexError, subprocess.TimeoutExpired) as error:
+        return f"the training run failed: {error}"
+    finally:
+        pending.unlink(missing_ok=True)
+
+
+def ensure_trained(say=print) -> None:
+    """Train the archive unless this JDK + pyspark pair's archive was trained already."""
+    archive = archive_path()
+    if archive is None or os.environ.get(SWITCH, "").lower() in ("off", "0", "false", "no"):
+        return
+    if archive.exists() and trained_marker(archive).exists():
+        return
+    say("Writing the JVM's class archive from a training run, so that lessons start faster (once, about a minute) ...")
+    problem = train()
+    if problem:
+        say(f"  skipped: {problem}. Lessons run as they are, only their JVMs start a little slower.")
+
+
+if __name__ == "__main__":  # python -m common.class_archive [ensure|train]
+    if sys.argv[1:] == ["train"]:
+        problem = train()
+        print(problem or f"trained: {archive_path()}")
+        sys.exit(1 if problem else 0)
+    ensure_trained()

@@ -106,3 +106,57 @@ def test_a_file_without_the_magic_number_is_not_an_archive(cache, small_archive,
 
     assert not class_archive.complete(junk)
     assert class_archive.complete(tmp_path / "small.jsa") is False  # missing
+
+
+def test_the_write_switch_makes_the_jvm_write_there_even_beside_an_archive(cache, monkeypatch, tmp_path):
+    archive = class_archive.archive_path()
+    archive.parent.mkdir(parents=True)
+    archive.write_bytes(b"")
+    monkeypatch.setenv(class_archive.SWITCH, f"write:{tmp_path / 'new.jsa'}")
+
+    assert class_archive.java_options() == ([f"-XX:ArchiveClassesAtExit={tmp_path / 'new.jsa'}",
+                                             *class_archive.QUIET], None)
+
+
+TINY_WORKLOAD = """
+import sys
+sys.path.insert(0, {lessons!r})
+from common.session import get_spark
+spark = get_spark("tiny-training", ui=False)
+print(f"jvm-pid: {{spark._jvm.java.lang.ProcessHandle.current().pid()}}", flush=True)
+assert spark.range(3).count() == 3
+spark.stop()
+"""
+
+
+def test_training_replaces_an_archive_written_by_chance_and_happens_once(cache, small_archive, tmp_path):
+    from common import paths
+
+    archive = class_archive.archive_path()
+    archive.parent.mkdir(parents=True)
+    archive.write_bytes(small_archive)  # what the first JVM of all happened to load
+    workload = tmp_path / "workload.py"
+    workload.write_text(TINY_WORKLOAD.format(lessons=str(paths.LESSONS_DIR)))
+
+    assert class_archive.train((str(workload),)) is None
+
+    trained = archive.read_bytes()
+    assert trained != small_archive and len(trained) > 10 * len(small_archive)  # a Spark driver's classes
+    assert class_archive.complete(archive)  # a JVM maps it
+    assert class_archive.trained_marker(archive).exists()
+    assert sorted(path.name for path in archive.parent.iterdir()) == sorted([archive.name,
+                                                                           class_archive.trained_marker(archive).name])
+    said = []
+    class_archive.ensure_trained(say=said.append)  # trained already: nothing to do
+    assert said == []
+
+
+def test_a_failed_training_says_why_and_keeps_the_archive_there(cache, small_archive, tmp_path):
+    archive = class_archive.archive_path()
+    archive.parent.mkdir(parents=True)
+    archive.write_bytes(small_archive)
+    workload = tmp_path / "broken.py"
+    workload.write_text("raise SystemExit('no Spark today')\n")
+
+    assert class_archive.train((str(workload),)) == "the training run failed: no Spark today"
+    assert archive.read_bytes() == small_archive and not class_archive.trained_marker(archive).exists()

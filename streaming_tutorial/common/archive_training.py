@@ -1,0 +1,150 @@
+"""The workload that trains the driver JVM's class-data archive (see common/class_archive.py).
+
+A JVM archives the classes it loaded, so the archive is only as good as the run that wrote
+it. Left to chance, that run is whatever started first (a lesson 00 loads half of what a
+Delta lesson needs). This run touches, on a few rows each, what the lessons use: the file
+source and JSON parsing, windows with a watermark, the memory, parquet, console, noop and
+foreachBatch sinks, Delta (append, complete, MERGE, history, time travel, its streaming
+source), a stream-stream join, session windows, the RocksDB store with changelog
+checkpointing, applyInPandasWithState and transformWithState, the state readers, SQLite over
+JDBC and the Kafka source's planning. Measured on lesson 11 (2 cores): 34-37 CPU-seconds with
+an archive written by a small run, 24-25 with one written by a Delta run (docs/BENCHMARKS.md).
+
+    python -m common.archive_training   # run by common.class_archive.train(), not by hand
+"""
+
+from __future__ import annotations
+
+import tempfile
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pandas as pd
+from pyspark.sql import Row
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import StatefulProcessor
+from pyspark.sql.streaming.state import GroupStateTimeout
+from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
+
+from . import database, sources
+from .files import json_lines, write_atomically
+from .session import get_spark
+
+EVENT_SCHEMA = StructType([StructField("user", StringType()), StructField("page", StringType()),
+                           StructField("ts", TimestampType())])
+COUNT_SCHEMA = StructType([StructField("user", StringType()), StructField("events", LongType())])
+AVAILABLE_NOW = {"availableNow": True}
+
+
+def write_events(folder: Path) -> None:
+    start = datetime(2025, 1, 15, 10, 0, 0)
+    for batch in range(3):
+        rows = [{"user": f"U{n % 3}", "page": ("home", "cart", "buy")[n % 3],
+                 "ts": (start + timedelta(seconds=40 * batch + 7 * n)).isoformat() + "Z"} for n in range(6)]
+        write_atomically(folder, f"events-{batch}.json", json_lines(rows) + "not json\n")
+
+
+def run(query) -> None:
+    query.awaitTermination()
+    if query.exception() is not None:
+        raise query.exception()
+
+
+def count_events(key, frames, state):
+    """applyInPandasWithState: a running count per user."""
+    total = (state.get[0] if state.exists else 0) + sum(len(frame) for frame in frames)
+    state.update((total,))
+    yield pd.DataFrame({"user": [key[0]], "events": [total]})
+
+
+class CountPerUser(StatefulProcessor):
+    """transformWithState: the same running count, in a ValueState."""
+
+    def init(self, handle) -> None:
+        self.count = handle.getValueState("count", StructType([StructField("n", LongType())]))
+
+    def handleInputRows(self, key, rows, timerValues):
+        total = (self.count.get()[0] if self.count.exists() else 0) + sum(1 for _ in rows)
+        self.count.update((total,))
+        yield Row(user=key[0], events=total)
+
+    def close(self) -> None:
+        pass
+
+
+def main() -> None:
+    spark = get_spark("class-archive-training", kafka=True, delta=True, jdbc=True, ui=False)
+    print(f"jvm-pid: {spark._jvm.java.lang.ProcessHandle.current().pid()}", flush=True)  # for train()
+    with tempfile.TemporaryDirectory(prefix="class-archive-training-") as scratch:
+        base = Path(scratch)
+        write_events(base / "in")
+        lines = sources.read_json_lines(spark, base / "in", max_files_per_trigger=1)
+        parsed = sources.parse_json(lines, EVENT_SCHEMA)
+        events = sources.valid_records(parsed, EVENT_SCHEMA).withWatermark("ts", "30 seconds")
+
+        def start(frame, name, sink="memory", mode="append", **options):
+            writer = frame.writeStream.format(sink).outputMode(mode).trigger(**AVAILABLE_NOW)
+            writer = writer.option("checkpointLocation", str(base / "cp" / name))
+            if sink == "memory":
+                writer = writer.queryName(name)
+            for key, value in options.items():
+                writer = writer.option(key, value)
+            return writer.start() if sink != "delta" else writer.start(str(base / name))
+
+        run(start(events.groupBy(F.window("ts", "30 seconds"), "page").count(), "windows", mode="update"))
+        run(start(sources.quarantined(parsed), "quarantine", sink="parquet", path=str(base / "quarantine")))
+        run(start(events.groupBy(F.session_window("ts", "20 seconds"), "user").count(), "sessions"))
+        run(start(events.groupBy("page").count(), "pages", sink="console", mode="complete", numRows=1))
+        run(start(events, "events", sink="delta"))
+        run(start(events.groupBy("user").count(), "totals", sink="delta", mode="complete"))
+        table = spark.read.format("delta").load(str(base / "events"))
+        table.groupBy("user").count().collect()
+        spark.sql(f"DESCRIBE HISTORY delta.`{base / 'events'}`").collect()
+        spark.read.format("delta").option("versionAsOf", 0).load(str(base / "events")).count()
+
+        def merge_latest(batch, batch_id: int) -> None:
+            from delta.tables import DeltaTable
+
+            latest = batch.groupBy("user").agg(F.max("ts").alias("ts"))
+            target = base / "latest"
+            if not DeltaTable.isDeltaTable(spark, str(target)):
+                latest.limit(0).write.format("delta").save(str(target))
+            (DeltaTable.forPath(spark, str(target)).alias("t").merge(latest.alias("s"), "t.user = s.user")
+             .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
+            rows = [(row.user, row.n) for row in batch.groupBy("user").agg(F.count("*").alias("n")).collect()]
+            database.apply_batch_once(spark, jdbc, "training", batch_id,
+                                      "INSERT INTO visits (user_id, n) VALUES (?, ?)", rows)
+
+        jdbc = database.Jdbc(f"{database.SQLITE_PREFIX}{base / 'training.db'}")
+        database.create_tables(spark, jdbc, [database.APPLIED_BATCHES,
+                                             "CREATE TABLE IF NOT EXISTS visits (user_id VARCHAR(16), n BIGINT)"])
+        run(spark.readStream.format("delta").load(str(base / "events")).writeStream.foreachBatch(merge_latest)
+            .option("checkpointLocation", str(base / "cp" / "merge")).trigger(**AVAILABLE_NOW).start())
+
+        left = events.select("user", F.col("ts").alias("left_ts"))
+        right = events.select(F.col("user").alias("buyer"), F.col("ts").alias("right_ts"))
+        joined = left.join(right, F.expr("user = buyer AND right_ts BETWEEN left_ts AND left_ts + INTERVAL 1 MINUTE"),
+                           "leftOuter")
+        run(start(joined, "joined"))
+
+        spark.conf.set("spark.sql.streaming.stateStore.providerClass",
+                       "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+        spark.conf.set("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
+        run(start(events.dropDuplicatesWithinWatermark(["user", "page"]), "distinct"))
+        run(start(events.groupBy("user").applyInPandasWithState(
+            count_events, COUNT_SCHEMA, "events LONG", "update", GroupStateTimeout.NoTimeout), "pandas_state",
+            mode="update"))
+        run(start(events.groupBy("user").transformWithState(CountPerUser(), COUNT_SCHEMA, "Update", "None"),
+                  "tws", mode="update"))
+        for reader in ("state-metadata", "statestore"):
+            spark.read.format(reader).load(str(base / "cp" / "distinct")).collect()
+
+        kafka = spark.readStream.format("kafka").option("kafka.bootstrap.servers", "127.0.0.1:9").option(
+            "subscribe", "training").load()
+        sources.kafka_text(kafka).select(F.to_json(F.struct("value")).alias("value")).explain()
+        run(start(events, "noop", sink="noop"))
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
