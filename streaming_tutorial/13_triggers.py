@@ -192,9 +192,8 @@ def write_inputs(bootstrap: str) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     args = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, simulator=False).parse_args(argv)
-    checkpoints = checkpoint_root(LESSON, args) / "this-run"  # only this folder is ever deleted
-    # Scratch checkpoints, deleted on every run: each trigger must start from the same message.
-    paths.remove_tree(checkpoints, allow_outside=True)
+    checkpoints = checkpoint_root(LESSON, args) / "this-run"  # scratch: only this folder is ever deleted,
+    paths.remove_tree(checkpoints, allow_outside=True)  # on every run, so each trigger starts from the same message
     with kafka_for_lesson() as bootstrap, explain_failures():
         write_inputs(bootstrap)
         with lesson_session(LESSON, args, kafka=True) as spark:
@@ -227,6 +226,8 @@ def main(argv: list[str] | None = None) -> None:
                 say(instead)
 
             banner(f"4. Latency, Kafka -> Spark -> Kafka: real-time mode against trigger 0 ({args.duration:.0f} s)")
+            if too_few_cores := latency.cores_missing(spark.sparkContext.master, PARTITIONS):
+                return say(too_few_cores)
             queries = start_latency_queries(spark, bootstrap, kinds, checkpoints / "latency")
             records = [{"id": n, "word": WORD_KINDS[n % 5][0]} for n in range(int(args.duration * RATE))]
             latencies = latency.measure_latency(bootstrap, LATENCY_TOPIC, LATENCY_OUTPUTS, records, rate=RATE,
@@ -241,9 +242,8 @@ def main(argv: list[str] | None = None) -> None:
                 planning, reading, writing and committing each time. Real-time mode's tasks run for the
                 whole batch and pass each record on at once. Its '5 seconds' is how often it
                 checkpoints progress ({real_time_batches} batches so far), not the latency.""")
-            say(f"""Each Kafka partition needs a core of its own for the whole batch. With too few cores a
-                partition is simply not read, with no error: on 2 cores this lesson reads a
-                {PARTITIONS}-partition topic, which leaves the other core to the micro-batch query.""")
+            say(f"""Each Kafka partition needs a core of its own for the whole batch; with too few, a partition
+                is simply not read, with no error. This topic has {PARTITIONS}: the other core runs micro-batches.""")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import re
 import time
 from typing import Callable, Mapping, Sequence
 
@@ -154,3 +156,25 @@ def summary_rows(latencies: Mapping[str, Sequence[float]]) -> list[tuple]:
     """(label, messages, p50, p90) for each label: rows for ``narration.print_table``."""
     return [(label, len(values), f"{percentile(values, 50):.0f} ms", f"{percentile(values, 90):.0f} ms")
             for label, values in latencies.items()]
+
+
+def cores_missing(master: str, real_time_partitions: int) -> str | None:
+    """Why real-time mode cannot run beside a micro-batch query on ``master``, or None if it can.
+
+    Real-time mode holds a core per Kafka partition for its whole batch, and the micro-batch
+    query measured beside it needs one more. With fewer, Spark does not fail: a partition is
+    simply not read, and a measurement would wait for results that never come. Only a local
+    master says its cores in its name (``local``, ``local[N]``, ``local[N,F]``, ``local[*]``).
+    """
+    found = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", master.strip())
+    if found is None:
+        return None  # a cluster: its executors' cores are not known here
+    cores = (os.cpu_count() or 1) if found[1] == "*" else int(found[1] or 1)
+    needed = real_time_partitions + 1
+    if cores >= needed:
+        return None
+    return (f"Skipped: real-time mode holds a core per Kafka partition for its whole batch, and the "
+            f"micro-batch query measured beside it needs one more: {needed} cores for this "
+            f"{real_time_partitions}-partition topic. This session has {cores} ({master}). Run the lesson "
+            f"with --master 'local[{needed}]' or more (the default, local[*], takes every core), on a machine "
+            f"with at least {needed} cores.")

@@ -56,3 +56,24 @@ def test_fresh_stamped_topics_start_empty(kafka_bootstrap, topic):
     latency.create_stamped_topics(kafka_bootstrap, [stamped], fresh=True)
 
     assert latency.record_count(kafka_bootstrap, stamped) == 0
+
+
+@pytest.mark.parametrize(("master", "cores"), [("local", 1), ("local[1]", 1), ("local[1,3]", 1)])
+def test_real_time_beside_micro_batches_on_too_few_local_cores_is_explained(master, cores):
+    from common.latency import cores_missing
+
+    advice = cores_missing(master, 1)
+
+    assert advice is not None and f"This session has {cores} ({master})" in advice
+    assert "2 cores for this 1-partition topic" in advice and "--master 'local[2]'" in advice
+
+
+def test_enough_cores_or_a_cluster_master_is_not_questioned(monkeypatch):
+    from common.latency import cores_missing
+
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    assert [cores_missing(master, 1) for master in ("local[2]", "local[*]", "spark://127.0.0.1:7077", "yarn")] == [
+        None, None, None, None]
+    assert cores_missing("local[2]", 2) is not None  # two real-time partitions and the micro-batches: 3
+    monkeypatch.setattr("os.cpu_count", lambda: 1)
+    assert "This session has 1 (local[*])" in cores_missing("local[*]", 1)
