@@ -219,8 +219,7 @@ def main(argv: list[str] | None = None) -> None:
                 mode, which runs this pipeline.""")
 
             banner("3. Real-time mode: what it refuses")
-            for start in (start_realtime_append, start_realtime_deduplicated, start_realtime_rate,
-                          start_realtime_memory):
+            for start in (start_realtime_append, start_realtime_deduplicated, start_realtime_rate, start_realtime_memory):
                 what, instead = start.__doc__.split("\n\n", 1)  # each attempt's docstring says what to do instead
                 demos.show_refusal(lambda: start(spark, bootstrap, kinds), what)
                 say(instead)
@@ -232,7 +231,6 @@ def main(argv: list[str] | None = None) -> None:
             records = [{"id": n, "word": WORD_KINDS[n % 5][0]} for n in range(int(args.duration * RATE))]
             latencies = latency.measure_latency(bootstrap, LATENCY_TOPIC, LATENCY_OUTPUTS, records, rate=RATE,
                                                 warm_up_record=lambda n: {"id": -n, "word": "spark"})
-            real_time_batches = len(progress.batches_run(queries[0].recentProgress))
             for query in queries:
                 stop_between_batches(query)
             narration.print_table(("trigger", "messages", "p50", "p90"), latency.summary_rows(latencies))
@@ -241,7 +239,8 @@ def main(argv: list[str] | None = None) -> None:
                 the result minus that time. A micro-batch passes a record on when its batch ends:
                 planning, reading, writing and committing each time. Real-time mode's tasks run for the
                 whole batch and pass each record on at once. Its '5 seconds' is how often it
-                checkpoints progress ({real_time_batches} batches so far), not the latency.""")
+                checkpoints progress ({len(progress.batches_run(queries[0].recentProgress))} batches so far), not
+                the latency.""")
             say(f"""Each Kafka partition needs a core of its own for the whole batch; with too few, a partition
                 is simply not read, with no error. This topic has {PARTITIONS}: the other core runs micro-batches.""")
 
