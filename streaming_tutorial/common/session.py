@@ -40,6 +40,11 @@ DRIVER_JAVA_OPTIONS = (
     # optimising C2 compiler spent a third of its CPU there. Measured on lesson 07 on 2 cores:
     # 37-44 CPU-seconds -> 26-27 (docs/BENCHMARKS.md). A long-running job wants C2: drop this.
     "-XX:TieredStopAtLevel=1",
+    # With C1 alone the JVM reserves 48 MB for compiled code instead of 240 MB. A session that
+    # runs for minutes (the test suite's runs ~500 tests) filled that: the compiler stopped and
+    # method handles failed to link ("Out of space in CodeCache for method handle intrinsic"),
+    # killing the SparkContext. Reserved address space, used only as code is compiled.
+    "-XX:ReservedCodeCacheSize=240m",
     # The throughput collector: a lesson wants its CPU for the query, not for short GC pauses.
     # The default (G1) spent a quarter of a lesson's CPU on 2 cores: lesson 15's run took
     # 53 CPU-seconds with G1 and 36 with this; lesson 07's 21 -> 17 (docs/BENCHMARKS.md).
