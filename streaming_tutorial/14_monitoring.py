@@ -53,7 +53,7 @@ What you'll see
   onQueryTerminated received: exception org.apache.spark.SparkException: [MALFORMED_RECORD_IN_PARSING...
     errorClassOnException MALFORMED_RECORD_IN_PARSING.WITHOUT_SUGGESTION
   ...
-  http://127.0.0.1:4040/metrics/prometheus, fetched once while the query ran: 12 streaming gauges
+  http://127.0.0.1:4040/metrics/prometheus, as last fetched while the query ran: 12 streaming gauges
   ...
     metrics_streaming_course_driver_spark_streaming_sensor_stats_latency_Value{type="gauges"} 15   <- last ...
   ...
@@ -83,8 +83,8 @@ TRIGGER_INTERVAL, TRIGGER_MS = "2 seconds", 2000
 MAX_OFFSETS_PER_TRIGGER = 16
 WINDOW, WATERMARK_DELAY = "10 seconds", "10 seconds"
 STATS_QUERY, STRICT_QUERY = "sensor_stats", "strict_reader"
-# Settings read only when the session is created (so not spark.conf.set): Prometheus metrics,
-# the event log, and onQueryIdle after 3 s without new data instead of the default 10 s.
+# Given when the session is created: Prometheus metrics and the event log are read only then (spark.conf.set
+# is too late); onQueryIdle after 3 s without new data, not 10 s, would also take spark.conf.set before start().
 EVENT_LOGS = paths.OUTPUT_DIR / "spark-events"  # every run's event log; --reset keeps it
 METRICS_NAMESPACE = "streaming_course"  # the metrics' prefix; Spark's default is the application id
 SESSION_CONF = {**metrics.prometheus_conf(METRICS_NAMESPACE), **metrics.event_log_conf(EVENT_LOGS),

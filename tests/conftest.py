@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "streaming_tutorial"), str(ROOT)]
 
 from common.session import pin_time_zone  # noqa: E402
+from common.simulators import free_port  # noqa: E402,F401  (tests import it from here)
 
 # Like every course process, the test run shows times in UTC whatever the machine's zone
 # (TZ=Asia/Kolkata included): PySpark returns timestamps in the process's local zone.
@@ -166,13 +167,6 @@ def kafka_bootstrap(kafka_test_broker):
 
 
 # --- Kafka topics and ports for tests -------------------------------------------------------------
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port on ``host`` that nothing listens on right now."""
-    with socket.socket() as probe:
-        probe.bind((host, 0))
-        return probe.getsockname()[1]
 
 
 @contextmanager

@@ -42,6 +42,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 from . import checkpoints, files
 from .demos import show_refusal
 from .errors import CourseError
+from .processes import group_members
 from . import runner
 from .runner import stop_between_batches
 from .timestamps import iso
@@ -110,29 +111,6 @@ def pausable(handler: Callable, label: str = "") -> Callable:
 
 
 # --- in the parent ------------------------------------------------------------------------
-
-
-def group_members(pgid: int) -> list[int]:
-    """Living (not zombie) processes of a process group: read from /proc on Linux."""
-    proc = Path("/proc")
-    if not proc.is_dir():  # macOS: ask the kernel whether the group still exists
-        try:
-            os.killpg(pgid, 0)
-        except (ProcessLookupError, PermissionError):
-            return []
-        return [pgid]
-    members = []
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:  # ended meanwhile
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()  # after "pid (name) ": state ppid pgrp ...
-        if fields[0] != "Z" and int(fields[2]) == pgid:
-            members.append(int(entry.name))
-    return members
 
 
 def wait_until(ready: Callable[[], bool], what: str, timeout: float = MARKER_TIMEOUT_SECONDS, *,

@@ -65,11 +65,12 @@ def jvm_logs_off() -> Iterator[None]:
     if spark is None:
         yield
         return
+    before = str(spark._jvm.org.apache.logging.log4j.LogManager.getRootLogger().getLevel())  # WARN in the course
     spark.sparkContext.setLogLevel("OFF")
     try:
         yield
     finally:
-        spark.sparkContext.setLogLevel("WARN")  # the course's level (common.session.get_spark)
+        spark.sparkContext.setLogLevel(before)
 
 
 def show_refusal(attempt: Callable[[], object], what: str) -> str:

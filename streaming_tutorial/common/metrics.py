@@ -127,7 +127,7 @@ def print_streaming_metrics(snapshot: Snapshot, namespace: str, query: str) -> N
     """The gauges of ``query`` on the Prometheus page ``snapshot`` fetched, each with what it is."""
     found = streaming_metrics(snapshot.page, namespace)
     where = f"{snapshot.ui_url}{PROMETHEUS_PATH}" if snapshot.ui_url else PROMETHEUS_PATH
-    print(f"{where}, fetched once while the query ran: {len(found)} streaming gauges"
+    print(f"{where}, as last fetched while the query ran: {len(found)} streaming gauges"
           + (f" (could not fetch it: {snapshot.error})" if snapshot.error else ""), flush=True)
     for metric in (metric for metric in found if metric.query == query):
         print(f"  {metric.line}   <- {GAUGES[metric.gauge]}", flush=True)

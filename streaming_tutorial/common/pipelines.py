@@ -30,7 +30,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -41,9 +40,10 @@ from pathlib import Path
 from typing import Callable
 
 from . import checkpoints, paths
-from .crash import group_members
 from .errors import CourseError
+from .processes import PROC, group_members, group_stats
 from .session import DRIVER_JAVA_OPTIONS
+from .simulators import free_port
 
 PIPELINES_DIR = paths.LESSONS_DIR / "pipelines"
 SPEC_NAME = "spark-pipeline.yml"
@@ -64,13 +64,6 @@ QUIET_EVENTS = ("Loading pipeline spec", "Creating Spark session", "Creating dat
 SHOWN_STATES = {"COMPLETED", "FAILED", "SKIPPED", "EXCLUDED", "STOPPED"}  # a flow's last word
 
 
-def free_port() -> int:
-    """A port nothing listens on now (the system picks it), for the lesson's Spark Connect server."""
-    with socket.socket() as probe:
-        probe.bind((CONNECT_ADDRESS, 0))
-        return probe.getsockname()[1]
-
-
 @dataclass
 class Pipeline:
     """One pipeline of the course (``PIPELINES_DIR/name``) and the folder its runs use."""
@@ -78,7 +71,7 @@ class Pipeline:
     name: str
     home: Path  # what a run writes: the spec's copy, the warehouse, the metastore, the logs
     storage: Path  # the spec's storage: the checkpoints of the streaming tables
-    port: int = field(default_factory=free_port)  # the Spark Connect endpoint's port
+    port: int = field(default_factory=lambda: free_port(CONNECT_ADDRESS))  # the Spark Connect endpoint's port
     token: str = field(default_factory=lambda: uuid.uuid4().hex, repr=False)  # and the token it asks for
     # The spec's configuration: Spark confs of the command's session, which definitions read with
     # spark.conf.get (the lesson's input folder, so the definitions name no folder of their own).
@@ -298,21 +291,12 @@ class CpuMeter:
         self._thread.start()
 
     def _sample(self) -> None:
-        proc = Path("/proc")
-        while proc.is_dir():
-            for entry in proc.iterdir():
-                if not entry.name.isdigit():
-                    continue
-                try:
-                    stat = (entry / "stat").read_text()
-                except OSError:
-                    continue
-                fields = stat[stat.rindex(")") + 2:].split()
-                if int(fields[2]) == self.pgid:  # utime and stime are fields 14 and 15 of stat
-                    self.seen[entry.name] = max(self.seen.get(entry.name, 0), int(fields[11]) + int(fields[12]))
-                    name = stat[stat.index("(") + 1:stat.rindex(")")]
-                    if self.names.get(entry.name) not in (name, "launcher"):  # new, or it exec'd another program
-                        self.names[entry.name] = self._what(entry, name)
+        while PROC.is_dir():
+            for stat in group_stats(self.pgid):
+                pid = str(stat.pid)
+                self.seen[pid] = max(self.seen.get(pid, 0), stat.cpu_ticks)
+                if self.names.get(pid) not in (stat.name, "launcher"):  # new, or it exec'd another program
+                    self.names[pid] = self._what(stat.path, stat.name)
             if self._done.wait(SAMPLE_SECONDS):
                 return
 

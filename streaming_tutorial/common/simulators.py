@@ -63,6 +63,13 @@ def is_running(name: str) -> bool:
     return _alive(pid)
 
 
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port on ``host`` that nothing listens on right now (the system picks it)."""
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        return probe.getsockname()[1]
+
+
 def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
     """True when something accepts TCP connections on host:port."""
     try:

@@ -145,3 +145,18 @@ def test_print_replay_lines_up_rows_described_on_several_lines(capsys):
         "Batch 1 reads: y",
         "  sessions  (nothing)",
     ]
+
+
+def test_the_jvm_log_goes_back_to_the_level_it_had_not_to_warn(spark):
+    from common.demos import jvm_logs_off
+
+    def level() -> str:
+        return str(spark._jvm.org.apache.logging.log4j.LogManager.getRootLogger().getLevel())
+
+    spark.sparkContext.setLogLevel("ERROR")  # e.g. a learner's own choice in a notebook
+    try:
+        with jvm_logs_off():
+            assert level() == "OFF"
+        assert level() == "ERROR"
+    finally:
+        spark.sparkContext.setLogLevel("WARN")
