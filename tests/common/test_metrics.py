@@ -99,7 +99,7 @@ def test_the_query_s_gauges_are_printed_with_what_they_are(capsys):
     snapshot.page = PAGE
     print_streaming_metrics(snapshot, "streaming_course", "sensor_stats")
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "/metrics/prometheus, fetched once while the query ran: 7 streaming gauges"
+    assert out[0] == "/metrics/prometheus, as last fetched while the query ran: 7 streaming gauges"
     assert out[3] == ('  metrics_streaming_course_driver_spark_streaming_sensor_stats_latency_Value{type="gauges"} 468'
                       "   <- last micro-batch, ms")
     assert len(out) == 7
