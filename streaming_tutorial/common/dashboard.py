@@ -159,7 +159,9 @@ class ShopBoard:
             alert_count=len(alerts) + len(sent_to_kafka(self.folder / "alerts")))
 
     def read_products(self) -> list[tuple[str, int, int, int]]:
-        if not (self.trending / "_delta_log").is_dir():
+        # The table exists from its first commit on: the query makes _delta_log/ before it writes
+        # 00000000000000000000.json (a redraw in between failed with DELTA_TABLE_NOT_FOUND).
+        if not any((self.trending / "_delta_log").glob("*.json")):
             return []
         rows = self.spark.read.format("delta").load(str(self.trending)).orderBy(
             "purchases", "views", "product_name", ascending=[False, False, True]).limit(TOP).collect()

@@ -162,6 +162,14 @@ def test_the_summary_ranks_categories_by_revenue_in_all_windows_not_the_latest_o
     assert figures.funnel == (711, 172, 117) and figures.alert_count == 7
 
 
+
+def test_a_redraw_before_the_trending_tables_first_commit_shows_no_products(spark, run, tmp_path):
+    _, _, queries = run
+    (tmp_path / "trending" / "_delta_log").mkdir(parents=True)  # made by the query before its first commit
+    board = dashboard.ShopBoard(spark, queries, tmp_path, funnel_sql=lesson.FUNNEL_SQL, trending=tmp_path / "trending")
+
+    assert board.read_products() == []
+
 def test_a_replayed_batch_writes_no_alert_twice(run):
     root, start, _ = run
     folder = root / "out" / "alerts"
