@@ -14,7 +14,6 @@ it checks that every key is written, not what the numbers are.
 from __future__ import annotations
 
 import json
-import math
 import os
 import platform
 import re
@@ -31,16 +30,10 @@ from typing import Iterator, Sequence
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "streaming_tutorial"), str(ROOT)]
 
+from common.latency import percentile  # noqa: E402  (nearest rank, as lesson 13 reports latency)
+
 MIN_SAMPLES = 5  # per figure, after warm-up (the --tiny size takes fewer: it checks keys, not numbers)
 POLL_SECONDS = 0.05  # how often a running query's progress is read
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """The nearest-rank ``q``-th percentile: the smallest value with at least q% of the values at or below it."""
-    if not values:
-        raise ValueError("no values")
-    ordered = sorted(values)
-    return ordered[max(math.ceil(q / 100 * len(ordered)), 1) - 1]
 
 
 @dataclass(frozen=True)

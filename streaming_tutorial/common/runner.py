@@ -192,14 +192,13 @@ def ctrl_c_between_calls() -> Iterator[Callable[[], None]]:
         return
     pressed = threading.Event()
 
-    def note(signum, frame) -> None:
-        if pressed.is_set():
-            raise KeyboardInterrupt
-        pressed.set()
-
     def check() -> None:
         if pressed.is_set():
             raise KeyboardInterrupt
+
+    def note(signum, frame) -> None:
+        check()  # a second Ctrl-C: out at once
+        pressed.set()
 
     previous = signal.signal(signal.SIGINT, note)
     try:
