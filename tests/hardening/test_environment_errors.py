@@ -191,9 +191,13 @@ def test_a_folder_another_user_owns_is_refused():
     if os.geteuid() == 0 and not shutil.which("setpriv"):
         pytest.skip("running as root without setpriv: no user for whom a folder is unwritable")
     folder = Path(tempfile.mkdtemp(prefix="course-not-yours-"))  # under /tmp, so 'nobody' can reach it
+    # The check's code, where 'nobody' can read it too: the clone may sit in a folder only root enters.
+    code = Path(tempfile.mkdtemp(prefix="course-code-"))
+    shutil.copytree(ROOT / "streaming_tutorial" / "common", code / "common")
+    code.chmod(0o755)
     try:
         folder.chmod(0o755 if os.geteuid() == 0 else 0o555)
-        check = (f"import sys; sys.path.insert(0, {str(ROOT / 'streaming_tutorial')!r}); "
+        check = (f"import sys; sys.path.insert(0, {str(code)!r}); "
                  "from common.environment import folder_problem; "
                  f"print(folder_problem(__import__('pathlib').Path({str(folder / 'output')!r}), 'output folder'))")
         as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if os.geteuid() == 0 else []
@@ -202,6 +206,7 @@ def test_a_folder_another_user_owns_is_refused():
     finally:
         folder.chmod(0o755)
         shutil.rmtree(folder)
+        shutil.rmtree(code)
     assert result.returncode == 0, result.stderr
     assert prose(result.stdout).startswith(f"You may not write to {folder}, so Spark cannot write the output folder "
                                            f"{folder / 'output'}. Make it writable for your user")
