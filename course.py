@@ -12,6 +12,7 @@ cached.
 
 Other commands:
     python course.py install   # only create .venv and install requirements
+    python course.py cluster start|status|stop   # a Spark standalone cluster on 127.0.0.1 (README: Beyond one machine)
     python course.py tour --from 05 --to 07   # part of the tour
     python course.py tour --again   # run every lesson twice: fresh, then as a learner coming back (CI does)
     python course.py test -k windowing         # extra arguments go to pytest
@@ -288,8 +289,10 @@ def main(argv: list[str] | None = None) -> int:
                            "as a learner coming back would (both runs must succeed)")
     sub.add_parser("test", help="run the test suite (extra arguments go to pytest)")
     sub.add_parser("install", help="only create .venv and install the requirements")
+    sub.add_parser("cluster", add_help=False, help="start|stop|status a Spark standalone cluster on this machine "
+                                   "(python course.py cluster start --help)")
     args, extra = parser.parse_known_args(argv)
-    if extra and args.command != "test":
+    if extra and args.command not in ("test", "cluster"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
 
     python = ensure_environment()
@@ -298,6 +301,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "tour":
         return run_tour(python, args.first, args.last, again=args.again)
+    if args.command == "cluster":
+        return subprocess.run([str(python), "-m", "common.cluster", *extra], cwd=LESSONS_DIR).returncode
     return subprocess.run([str(python), "-m", "pytest", *extra], cwd=ROOT).returncode
 
 

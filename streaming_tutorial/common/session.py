@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 from typing import Sequence
+from urllib.parse import urlparse
 
 from . import class_archive, paths
 from .config import SCALA_BINARY
@@ -27,6 +28,9 @@ from .errors import CourseError
 # The SQLite JDBC driver used by lesson 10's default database.
 SQLITE_JDBC_PACKAGE = "org.xerial:sqlite-jdbc:3.50.3.0"
 DEFAULT_MASTER = "local[*]"
+LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
+# How long a cluster session waits for its first executor before it sizes its shuffle partitions.
+EXECUTOR_WAIT_SECONDS = 60.0
 CHECKPOINT_MANAGER_CONF = "spark.sql.streaming.checkpointFileManagerClass"
 _CHECKPOINTING = "org.apache.spark.sql.execution.streaming.checkpointing"
 FILE_SYSTEM_CHECKPOINTS = f"{_CHECKPOINTING}.FileSystemBasedCheckpointFileManager"  # the course's
@@ -72,12 +76,25 @@ def pin_time_zone() -> None:
         time.tzset()
 
 
-def prepare_process_environment() -> None:
+def is_local(master: str) -> bool:
+    """``local``, ``local[N]``, ``local[*]``...: driver and executors are this one JVM."""
+    return master.strip().startswith("local")
+
+
+def on_this_machine(master: str) -> bool:
+    """A local master, or a cluster whose master listens on this machine's loopback address."""
+    host = urlparse(master.strip()).hostname if "://" in master else None
+    return is_local(master) or host in LOOPBACK_HOSTS
+
+
+def prepare_process_environment(master: str = DEFAULT_MASTER) -> None:
     """Environment variables Spark reads at JVM start; set before the first session."""
     pin_time_zone()
-    # Bind to loopback: avoids slow reverse-DNS look-ups and 'hostname resolves to a
-    # loopback address' warnings on laptops and containers.
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if on_this_machine(master):
+        # Bind to loopback: avoids slow reverse-DNS look-ups and 'hostname resolves to a
+        # loopback address' warnings on laptops and containers. Not on a remote cluster: its
+        # executors connect back to the driver, which must listen where they can reach it.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # Python workers (UDFs, applyInPandas...) must run the same interpreter as the driver.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -85,6 +102,48 @@ def prepare_process_environment() -> None:
     # batches with empty pandas frames, which pandas answers with a FutureWarning per batch
     # from every Python worker; the workers inherit this and stay quiet.
     os.environ.setdefault("PYTHONWARNINGS", "ignore::FutureWarning")
+
+
+def submitted_conf() -> dict[str, str] | None:
+    """spark-submit's settings (``--master``, ``--packages``, ``--conf``...) when this Python
+    process was started by spark-submit, else None.
+
+    spark-submit starts the JVM first and hands Python its address (PYSPARK_GATEWAY_PORT);
+    ``python lesson.py`` has no JVM yet, and the session below starts one.
+    """
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return None
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()  # connect to spark-submit's JVM, whose settings SparkConf reads
+    return dict(SparkConf().getAll())
+
+
+def missing_packages(conf: dict[str, str], packages: Sequence[str]) -> list[str]:
+    """The Maven packages a lesson needs that spark-submit was not given (by --packages or --jars).
+
+    They cannot be added later: spark-submit resolved its packages and put them on the
+    driver's class path before this Python process started.
+    """
+    given = conf.get("spark.jars.packages", "")
+    jars = conf.get("spark.jars", "")
+    missing = []
+    for package in packages:
+        group_artifact = package.rsplit(":", 1)[0]
+        artifact = group_artifact.split(":")[-1]
+        if group_artifact not in given and f"/{artifact}-" not in jars and f"{artifact}-" not in jars:
+            missing.append(package)
+    return missing
+
+
+def packages_advice(missing: Sequence[str], packages: Sequence[str]) -> str:
+    return (
+        f"This lesson needs {', '.join(missing)}, which spark-submit was not given. spark-submit puts its "
+        "packages on the driver's class path before the lesson's Python starts, so the lesson cannot add "
+        f"them now. Run it again with: spark-submit --packages {','.join(packages)} ... (or run the lesson "
+        "with plain python, which starts Spark with them; give them one way, not both, so Ivy resolves "
+        "them once)."
+    )
 
 
 def get_spark(
@@ -103,20 +162,23 @@ def get_spark(
     Only the first call in a process decides which packages are loaded; the tests
     therefore create one session with every connector. ``extra_packages`` adds Maven
     coordinates (e.g. a JDBC driver) to the connectors asked for by name.
+
+    ``master``: ``local[*]`` by default, or spark-submit's ``--master`` when spark-submit
+    started this process; a cluster URL (``spark://host:7077``, ``yarn``, ``k8s://...``)
+    works too: see the README's "Beyond one machine".
     """
     require_java()
-    prepare_process_environment()
+    submitted = submitted_conf()
+    master = master or (submitted or {}).get("spark.master") or DEFAULT_MASTER
+    prepare_process_environment(master)
 
     from pyspark.sql import SparkSession
 
+    local = is_local(master)
     cores = os.cpu_count() or 2
     builder = (
         SparkSession.builder.appName(app_name)
-        .master(master or DEFAULT_MASTER)
-        # 200 shuffle partitions (the default) means 200 tiny state stores per
-        # stateful micro-batch: ~10 s instead of ~0.4 s on a 2-core laptop.
-        .config("spark.sql.shuffle.partitions", str(cores))
-        .config("spark.default.parallelism", str(cores))
+        .master(master)
         # Timestamps print the same on every machine.
         .config("spark.sql.session.timeZone", "UTC")
         # The progress bar interleaves with the console sink's tables.
@@ -125,7 +187,6 @@ def get_spark(
         # Temporary checkpoints (console/memory sinks without checkpointLocation)
         # are deleted when the query stops instead of piling up in /tmp.
         .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
-        .config("spark.driver.host", "127.0.0.1")
         # Adaptive execution does not apply to streaming plans; off, so Spark does not
         # warn about it on every query.
         .config("spark.sql.adaptive.enabled", "false")
@@ -137,31 +198,55 @@ def get_spark(
         # On HDFS, drop this line: there Spark's default is the one built for it.
         .config(CHECKPOINT_MANAGER_CONF, FILE_SYSTEM_CHECKPOINTS)
     )
+    if local:
+        # 200 shuffle partitions (the default) means 200 tiny state stores per
+        # stateful micro-batch: ~10 s instead of ~0.4 s on a 2-core laptop. One per core.
+        # (On a cluster the executors' cores count: set once they are known, below.)
+        builder = builder.config("spark.sql.shuffle.partitions", str(cores)).config(
+            "spark.default.parallelism", str(cores))
+    if on_this_machine(master):
+        builder = builder.config("spark.driver.host", "127.0.0.1")
     extra_conf = dict(extra_conf or {})
-    archive_options, pending_archive = class_archive.java_options()
-    # A lesson's own JVM options (extra_conf) come after the course's, not instead of them.
-    java_options = [*DRIVER_JAVA_OPTIONS, *archive_options, extra_conf.pop("spark.driver.extraJavaOptions", "")]
-    builder = builder.config("spark.driver.extraJavaOptions", " ".join(filter(None, java_options)))
+    if submitted is None:
+        # The driver's JVM starts with the session; under spark-submit it already runs
+        # (give spark-submit --driver-java-options instead).
+        archive_options, pending_archive = class_archive.java_options()
+        # A lesson's own JVM options (extra_conf) come after the course's, not instead of them.
+        java_options = [*DRIVER_JAVA_OPTIONS, *archive_options, extra_conf.pop("spark.driver.extraJavaOptions", "")]
+        builder = builder.config("spark.driver.extraJavaOptions", " ".join(filter(None, java_options)))
+    else:
+        pending_archive = None
+    if not local:
+        # Executors are JVMs of their own on the workers: the same quiet logging and JIT/GC choices.
+        builder = builder.config("spark.executor.extraJavaOptions", " ".join(DRIVER_JAVA_OPTIONS))
     packages = []
     if delta:
         packages.append(delta_package())
         builder = builder.config(
             "spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension"
         ).config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
-        # Delta rebuilds a table's snapshot from its log in 50 tasks by default: on a
-        # 2-core laptop that made every streaming commit several times slower.
-        builder = builder.config("spark.databricks.delta.snapshotPartitions", str(cores))
+        if local:
+            # Delta rebuilds a table's snapshot from its log in 50 tasks by default: on a
+            # 2-core laptop that made every streaming commit several times slower.
+            builder = builder.config("spark.databricks.delta.snapshotPartitions", str(cores))
     if kafka:
         packages.append(kafka_package())
     if jdbc:
         packages.append(SQLITE_JDBC_PACKAGE)
     packages.extend(extra_packages)
-    jars = cached_jars(packages)
-    if jars:
-        # Resolved before: hand Spark the jar files and skip Ivy's resolution (3-4 s per start).
-        builder = builder.config("spark.jars", ",".join(jars))
-    elif packages:
-        builder = builder.config("spark.jars.packages", ",".join(packages))
+    if submitted is not None:
+        # spark-submit resolved its --packages already: never a second time here.
+        missing = missing_packages(submitted, packages)
+        if missing:
+            raise CourseError(packages_advice(missing, packages))
+        jars = []
+    else:
+        jars = cached_jars(packages)
+        if jars:
+            # Resolved before: hand Spark the jar files and skip Ivy's resolution (3-4 s per start).
+            builder = builder.config("spark.jars", ",".join(jars))
+        elif packages:
+            builder = builder.config("spark.jars.packages", ",".join(packages))
     for key, value in extra_conf.items():
         builder = builder.config(key, value)
 
@@ -172,9 +257,60 @@ def get_spark(
     spark.sparkContext.setLogLevel("WARN")
     if pending_archive is not None:
         class_archive.record_writer(pending_archive, spark._jvm.java.lang.ProcessHandle.current().pid())
-    if packages and not jars:
+    if packages and not jars and submitted is None:
         remember_jars(packages, spark.sparkContext.getConf().get("spark.jars", ""))
+    if not local:
+        ship_course_code(spark)
+        explicit = "spark.sql.shuffle.partitions" in extra_conf or "spark.sql.shuffle.partitions" in (submitted or {})
+        if not explicit:
+            match_cluster_cores(spark, delta=delta)
     return spark
+
+
+def ship_course_code(spark) -> None:
+    """Send ``common/`` to the executors, as spark-submit's ``--py-files`` would.
+
+    A function the executors run (a UDF, an applyInPandasWithState function) is sent by
+    value when the lesson defines it, but by *reference* when it comes from an importable
+    module such as ``common.sources``: the executor imports it. Locally the executors are
+    the driver's own process and find it; a cluster's workers have only what they are sent.
+    """
+    folder = Path(__file__).resolve().parent
+    sources = sorted(folder.glob("*.py")) + [LOG4J_CONFIG]
+    digest = hashlib.sha256(b"".join(path.read_bytes() for path in sources)).hexdigest()[:12]
+    archive = paths.RUNTIME_DIR / "spark" / f"course-common-{digest}.zip"
+    if not archive.exists():
+        import zipfile
+
+        archive.parent.mkdir(parents=True, exist_ok=True)
+        partial = archive.with_suffix(f".{os.getpid()}.partial")
+        with zipfile.ZipFile(partial, "w") as bundle:
+            for path in sources:
+                bundle.write(path, f"common/{path.name}")
+        os.replace(partial, archive)  # whole or not at all, when two lessons start at once
+    spark.sparkContext.addPyFile(str(archive))
+
+
+def match_cluster_cores(spark, *, delta: bool = False) -> int:
+    """Shuffle partitions = the cluster's executor cores (Spark's default is 200, whatever the cluster).
+
+    Every stateful operator keeps one state store per shuffle partition, and a micro-batch
+    runs one task per partition: fewer partitions than cores leaves cores idle, many more
+    makes every small batch pay for hundreds of tiny tasks. The number is written into a
+    query's checkpoint at its first run and kept after that, whatever the cluster then
+    has. Executors register a moment after the session starts, so this waits for the
+    first (up to EXECUTOR_WAIT_SECONDS); with dynamic allocation, set the number yourself.
+    """
+    context = spark.sparkContext
+    deadline = time.monotonic() + EXECUTOR_WAIT_SECONDS
+    # The block managers Spark knows: the driver's, plus one per executor.
+    while context._jsc.sc().getExecutorMemoryStatus().size() < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)  # waiting for the cluster to start an executor
+    cores = context.defaultParallelism  # standalone, YARN, Kubernetes: the executors' total cores
+    spark.conf.set("spark.sql.shuffle.partitions", str(cores))
+    if delta:
+        spark.conf.set("spark.databricks.delta.snapshotPartitions", str(cores))
+    return cores
 
 
 def delta_package() -> str:
