@@ -16,7 +16,7 @@ from pathlib import Path
 from pyspark.sql import functions as F
 
 from benchmarks.harness import Results, Stats, stop
-from common import latency
+from common import latency, paths
 from common.kafka import recreate_topics
 from common.sources import read_kafka
 
@@ -34,7 +34,7 @@ def start(spark, bootstrap: str, topic: str, checkpoint: Path, trigger: dict):
     results = raw.select(message).select("m.id", F.upper("m.word").alias("word"), "m.sent_ms")
     return (results.select(F.to_json(F.struct("id", "word", "sent_ms")).alias("value"))
             .writeStream.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("topic", topic)
-            .option("checkpointLocation", str(checkpoint)).outputMode("update").trigger(**trigger).start())
+            .option("checkpointLocation", paths.uri(checkpoint)).outputMode("update").trigger(**trigger).start())
 
 
 def run(spark, results: Results, progress, workdir: Path, size, bootstrap: str) -> None:

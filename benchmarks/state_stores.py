@@ -21,6 +21,7 @@ from pathlib import Path
 from pyspark.sql import functions as F
 
 from benchmarks.harness import Results, Stats, sql_conf, stop, wait_for_batches
+from common import paths
 from common.state_reader import CHANGELOG_CONF, HDFS_PROVIDER, PROVIDER_CONF, ROCKSDB_PROVIDER
 
 UPDATES_PER_BATCH = 1000
@@ -37,7 +38,7 @@ def write_input(spark, folder: Path, keys: int, updates: int, files: int) -> Pat
     for number in range(files):
         start, count = (0, keys) if number == 0 else ((number * 7919 * updates) % keys, updates)
         rows = spark.range(start, start + count).select((F.col("id") % keys).alias("key"))
-        rows.coalesce(1).write.mode("overwrite").parquet(str(staging))
+        rows.coalesce(1).write.mode("overwrite").parquet(paths.uri(staging))
         part = next(staging.glob("part-*.parquet"))
         target = folder / f"{number:05d}.parquet"
         shutil.move(str(part), target)
@@ -49,10 +50,10 @@ def write_input(spark, folder: Path, keys: int, updates: int, files: int) -> Pat
 def measure(spark, folder: Path, checkpoint: Path, settings: dict, warm_up: int, samples: int) -> tuple[Stats, float]:
     """(update batch times in ms, median memoryUsedBytes in MB) of one provider over one input."""
     with sql_conf(spark, settings):
-        keys = spark.readStream.schema("key LONG").option("maxFilesPerTrigger", 1).parquet(str(folder))
+        keys = spark.readStream.schema("key LONG").option("maxFilesPerTrigger", 1).parquet(paths.uri(folder))
         counts = keys.groupBy("key").count()
         query = (counts.writeStream.format("noop").outputMode("update")
-                 .option("checkpointLocation", str(checkpoint)).start())
+                 .option("checkpointLocation", paths.uri(checkpoint)).start())
     try:
         batches = wait_for_batches(query, warm_up + samples, BATCH_TIMEOUT * (warm_up + samples))[warm_up:]
     finally:

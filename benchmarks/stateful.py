@@ -24,6 +24,7 @@ from pathlib import Path
 from pyspark.sql import functions as F
 
 from benchmarks.harness import Results, Stats, batch_times, sql_conf, stop
+from common import paths
 from common.session import CHECKPOINT_MANAGER_CONF, FILE_CONTEXT_CHECKPOINTS
 from common.state_reader import CHANGELOG_CONF, HDFS_PROVIDER, PROVIDER_CONF, ROCKSDB_PROVIDER
 
@@ -55,7 +56,7 @@ def measure(spark, checkpoint: Path, settings: dict, warm_up: int, measured: int
         numbers = spark.readStream.format("rate").option("rowsPerSecond", ROWS_PER_SECOND).load()
         counts = numbers.groupBy((F.col("value") % KEYS).alias("key")).count()
         query = (counts.writeStream.format("noop").outputMode("update")
-                 .option("checkpointLocation", str(checkpoint)).start())
+                 .option("checkpointLocation", paths.uri(checkpoint)).start())
     try:
         return batch_times(query, warm_up, measured, timeout=BATCH_TIMEOUT * (warm_up + measured))
     finally:

@@ -23,6 +23,7 @@ from pathlib import Path
 from pyspark.sql import functions as F
 
 from benchmarks.harness import Results, Stats, sql_conf, stop, wait_for_batches
+from common import paths
 from common.session import CHECKPOINT_MANAGER_CONF, FILE_CONTEXT_CHECKPOINTS
 
 ROWS_PER_SECOND = 1
@@ -36,7 +37,7 @@ def start(spark, checkpoint: Path, sink: str, options: dict):
     numbers = spark.readStream.format("rate").option("rowsPerSecond", ROWS_PER_SECOND).load()
     if sink == "kafka":
         numbers = numbers.select(F.col("value").cast("string").alias("value"))
-    writer = numbers.writeStream.format(sink).option("checkpointLocation", str(checkpoint)).trigger(processingTime="0 seconds")
+    writer = numbers.writeStream.format(sink).option("checkpointLocation", paths.uri(checkpoint)).trigger(processingTime="0 seconds")
     for key, value in options.items():
         writer = writer.option(key, value)
     return writer.start()

@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 
 from benchmarks.harness import Results, Stats, stop, wait_for_batches
 from benchmarks.kafka_producer import confluent_rate, messages
+from common import paths
 from common.kafka import recreate_topics
 
 TOPIC = "bench-throughput"
@@ -35,8 +36,8 @@ def rates(query, warm_up: int, samples: int) -> Stats:
 
 
 def to_delta(events, table: Path, checkpoint: Path):
-    return (events.writeStream.format("delta").option("checkpointLocation", str(checkpoint))
-            .trigger(processingTime="0 seconds").start(str(table)))
+    return (events.writeStream.format("delta").option("checkpointLocation", paths.uri(checkpoint))
+            .trigger(processingTime="0 seconds").start(paths.uri(table)))
 
 
 def files_to_delta(spark, workdir: Path, size) -> Stats:
@@ -46,7 +47,7 @@ def files_to_delta(spark, workdir: Path, size) -> Stats:
     lines = [value.decode() for _, value in messages(size.rows_per_file // cores)]
     for number in range((size.warm_up + size.samples) * cores):  # a file per core in each batch
         (folder / f"{number:05d}.json").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    events = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", cores).json(str(folder))
+    events = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", cores).json(paths.uri(folder))
     return rates(to_delta(events, workdir / "json-delta", workdir / "json-delta-chk"), size.warm_up, size.samples)
 
 
@@ -65,7 +66,7 @@ def kafka_to_delta(spark, workdir: Path, size, bootstrap: str, options: dict | N
 
 def rate_to_noop(spark, workdir: Path, size) -> Stats:
     numbers = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", size.rate_rows_per_batch).load()
-    query = (numbers.writeStream.format("noop").option("checkpointLocation", str(workdir / "rate-noop"))
+    query = (numbers.writeStream.format("noop").option("checkpointLocation", paths.uri(workdir / "rate-noop"))
              .trigger(processingTime="0 seconds").start())
     return rates(query, size.warm_up, size.samples)
 

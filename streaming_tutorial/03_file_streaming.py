@@ -112,7 +112,7 @@ def write_batch(batch: DataFrame, batch_id: int, quarantine: Path, tally: dict) 
 def write_quarantine(bad: DataFrame, quarantine: Path, batch_id: int) -> None:
     """A batch's bad lines, each with its file and reason, as JSON in quarantine/batch_id=N/."""
     # One folder per batch id, overwritten if the batch runs again after a crash: each bad line once.
-    bad.coalesce(1).write.mode("overwrite").json(str(quarantine / f"batch_id={batch_id}"))
+    bad.coalesce(1).write.mode("overwrite").json(paths.uri(quarantine / f"batch_id={batch_id}"))
 
 
 def start_transactions(transactions: DataFrame, checkpoint: Path, trigger: dict, quarantine: Path, tally: dict):
@@ -123,7 +123,7 @@ def start_transactions(transactions: DataFrame, checkpoint: Path, trigger: dict,
         transactions.writeStream.foreachBatch(
             foreach_batch(lambda batch, batch_id: write_batch(batch, batch_id, quarantine, tally))
         )
-        .option("checkpointLocation", str(checkpoint))
+        .option("checkpointLocation", paths.uri(checkpoint))
         .trigger(**trigger)
         .queryName("transactions_from_files")
         .start()
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> None:
         checkpoint = checkpoint_root(LESSON, args) / "transactions"
         banner("1. A folder of JSON files, read with a fixed schema")
         transactions = parse_transactions(read_transactions(spark, folder))  # (creates the folder if missing)
-        demos.show_refusal(lambda: spark.readStream.json(str(folder)), "Reading a stream without .schema()")
+        demos.show_refusal(lambda: spark.readStream.json(paths.uri(folder)), "Reading a stream without .schema()")
         say("""A stream starts before its data exists: the folder may still be empty, and
             every file must be read the same way as the first. So a file stream takes its
             schema up front instead of guessing it. This lesson reads each line as text and

@@ -135,8 +135,8 @@ def start_parquet(events: DataFrame, folder: Path, checkpoint: Path, trigger: di
         events.writeStream.format("parquet")
         .outputMode("append")
         .partitionBy("date")
-        .option("path", str(folder))
-        .option("checkpointLocation", str(checkpoint))
+        .option("path", paths.uri(folder))
+        .option("checkpointLocation", paths.uri(checkpoint))
         .queryName(f"{MEMORY_TABLE}_parquet")
         .trigger(**trigger)
         .start()
@@ -149,8 +149,8 @@ def start_complete_to_files(events: DataFrame, folder: Path):
         events.groupBy("event_type").count()
         .writeStream.format("parquet")
         .outputMode("complete")
-        .option("path", str(folder / "data"))
-        .option("checkpointLocation", str(folder / "checkpoint"))
+        .option("path", paths.uri(folder / "data"))
+        .option("checkpointLocation", paths.uri(folder / "checkpoint"))
         .start()
     )
 
@@ -158,7 +158,7 @@ def start_complete_to_files(events: DataFrame, folder: Path):
 def read_parquet_output(spark, folder: Path) -> DataFrame:
     """The Parquet sink's folder as a batch DataFrame: events and files per date."""
     # A batch read of a sink's folder follows its _spark_metadata log: only committed files.
-    return spark.read.parquet(str(folder)).groupBy("date").agg(
+    return spark.read.parquet(paths.uri(folder)).groupBy("date").agg(
         F.count(F.lit(1)).alias("events"), F.count_distinct("_metadata.file_path").alias("files")).orderBy("date")
 
 

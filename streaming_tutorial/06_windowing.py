@@ -143,7 +143,7 @@ def start_live(lines: DataFrame, checkpoints: Path, quarantine: Path, trigger: d
         build_live_windows(lines).writeStream.outputMode("update")
         .format("console")
         .option("truncate", False)
-        .option("checkpointLocation", str(checkpoints / "live_tumbling"))  # the windows resume next run
+        .option("checkpointLocation", paths.uri(checkpoints / "live_tumbling"))  # the windows resume next run
         .queryName("live_tumbling_windows")
         .trigger(**trigger)
         .start()

@@ -97,7 +97,7 @@ def start_state_probes(spark, workdir) -> dict:
     return {
         label: build_window_counts(readings, lateness).writeStream.format("noop")
         .outputMode("update")
-        .option("checkpointLocation", str(workdir / label.replace(" ", "_")))
+        .option("checkpointLocation", paths.uri(workdir / label.replace(" ", "_")))
         .queryName(f"state_{label.replace(' ', '_')}")
         .trigger(availableNow=True)
         .start()

@@ -60,7 +60,7 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, functions as F
 
-from common import cli, config
+from common import cli, config, paths
 from common.kafka import ensure_topics, explain_failures, recreate_topics
 from common.kafka_broker import kafka_for_lesson
 from common.runner import banner, checkpoint_root, finish, lesson_session, pick_trigger, run_lesson, run_queries, say
@@ -124,7 +124,7 @@ def start_kafka_sink(records: DataFrame, bootstrap: str, topic: str, checkpoint:
         .option("kafka.bootstrap.servers", bootstrap)
         .option("topic", topic)
         # Required for the Kafka sink: the offsets read and the batches written live here.
-        .option("checkpointLocation", str(checkpoint))
+        .option("checkpointLocation", paths.uri(checkpoint))
         .trigger(**trigger)
         .queryName(name)
         .start()
@@ -137,7 +137,7 @@ def start_console(enriched: DataFrame, checkpoint: Path, trigger: dict):
         enriched.select("event_id", "user_id", "event_type", "revenue", F.col("source_partition").alias("partition"),
                         F.col("source_offset").alias("offset"))
         .writeStream.format("console").option("truncate", False).option("numRows", 5)
-        .option("checkpointLocation", str(checkpoint)).trigger(**trigger).queryName("enriched_to_console").start()
+        .option("checkpointLocation", paths.uri(checkpoint)).trigger(**trigger).queryName("enriched_to_console").start()
     )
 
 

@@ -89,7 +89,7 @@ def write_catalogue(spark, *, edit: bool = False, csv: Path = OUTPUT / "catalogu
                                                "(2025 edition - certified refurbished),Electronics,999.99")
                        + "P013,Phone Case,Fashion,19.99\n")
     # Overwriting a Delta table writes a new version; readers of the table see it at once.
-    read_products(spark, csv).write.format("delta").mode("overwrite").save(str(table))
+    read_products(spark, csv).write.format("delta").mode("overwrite").save(paths.uri(table))
     return "products.csv edited (P001 renamed and cheaper, P013 added) and loaded into the Delta table"
 
 
@@ -111,7 +111,7 @@ def build_enriched_events(events: DataFrame, products: DataFrame) -> DataFrame:
 def build_catalogue_joins(spark, csv: Path = OUTPUT / "catalogue.csv",
                           table: Path = OUTPUT / "catalogue") -> dict[str, Output]:
     """Part 1's two queries: the same join, with the catalogue read from the CSV file or the Delta table."""
-    from_csv, from_delta = read_products(spark, csv), spark.read.format("delta").load(str(table))
+    from_csv, from_delta = read_products(spark, csv), spark.read.format("delta").load(paths.uri(table))
     return {"csv": Output(lambda events: build_enriched_events(events, from_csv), sort_key=lambda row: row.event_id),
             "delta": Output(lambda events: build_enriched_events(events, from_delta),
                             sort_key=lambda row: row.event_id)}
@@ -184,15 +184,15 @@ def start_live_join(impressions: DataFrame, clicks: DataFrame, checkpoints: Path
         quarantined(clicks).withColumn("kind", F.lit("click")))
     # A stream-stream join only appends, and the parquet file sink is exactly-once: a
     # micro-batch replayed after a crash does not write its rows twice.
-    joined = (build_ad_join(*good).writeStream.format("parquet").option("path", str(output / "ad_joins"))
-              .option("checkpointLocation", str(checkpoints / "ad_join")).trigger(**trigger).queryName("ad_join"))
+    joined = (build_ad_join(*good).writeStream.format("parquet").option("path", paths.uri(output / "ad_joins"))
+              .option("checkpointLocation", paths.uri(checkpoints / "ad_join")).trigger(**trigger).queryName("ad_join"))
     return [joined.start(),
             start_quarantine(bad, output / "quarantine", checkpoints / "quarantine", trigger, name="ad_quarantine")]
 
 
 def read_joined(spark, folder: Path = OUTPUT / "ad_joins") -> DataFrame:
     """What the live join wrote: the file sink's log lists the files of the committed micro-batches."""
-    return spark.read.parquet(str(folder))
+    return spark.read.parquet(paths.uri(folder))
 
 
 def report_ctr(spark, query) -> None:

@@ -95,7 +95,7 @@ def start_batches(events: DataFrame, checkpoint: Path, trigger: dict, **where):
     return (
         events.writeStream.foreachBatch(foreach_batch(lambda batch, batch_id: write_batch(batch, batch_id, **where)))
         # The checkpoint also keeps the query's id: write_batch's app id, the same after a restart.
-        .option("checkpointLocation", str(checkpoint))
+        .option("checkpointLocation", paths.uri(checkpoint))
         .queryName("shop_events_foreach_batch")
         .trigger(**trigger)
         .start()
@@ -131,7 +131,7 @@ def write_batch(batch: DataFrame, batch_id: int, *, folder: Path, jdbc: database
 
 def write_delta_once(events: DataFrame, table: Path, app_id: str, batch_id: int) -> int | None:
     """Append the batch unless (app id, batch id) is in the table already; the new version, or None."""
-    spark, path = events.sparkSession, str(table)
+    spark, path = events.sparkSession, paths.uri(table)
     version = lambda: DeltaTable.forPath(spark, path).history(1).first().version \
         if DeltaTable.isDeltaTable(spark, path) else -1  # noqa: E731
     before = version()  # a skipped write makes no new version
@@ -167,7 +167,7 @@ def write_lines(rows: DataFrame, folder: Path, batch_id: int) -> int:
 
 def read_outputs(spark, folder: Path, jdbc: database.Jdbc) -> dict:
     """What the destinations hold now: the Delta table, the database's tables, the alert and quarantine files."""
-    table = str(folder / "events")
+    table = paths.uri(folder / "events")
     exists = DeltaTable.isDeltaTable(spark, table)
     sales = database.query(spark, jdbc, "SELECT * FROM category_sales ORDER BY category")
     lines = {name: [line for path in sorted((folder / name).glob("*.json")) for line in path.read_text().splitlines()]

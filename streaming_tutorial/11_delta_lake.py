@@ -62,14 +62,14 @@ def read_events(spark, folder: Path) -> DataFrame:
 
 def read_delta_stream(spark, table: Path) -> DataFrame:
     """A Delta table as a streaming source: every new commit is new input."""
-    return spark.readStream.format("delta").load(str(table))
+    return spark.readStream.format("delta").load(paths.uri(table))
 
 
 def read_version(spark, table: Path, version: int | None = None) -> tuple[int, int]:
     """(version, rows) of the table as a batch read sees it: the latest commit, or ``version`` (time travel)."""
     if version is None:
-        version = DeltaTable.forPath(spark, str(table)).history(1).first().version
-    return version, spark.read.format("delta").option("versionAsOf", version).load(str(table)).count()
+        version = DeltaTable.forPath(spark, paths.uri(table)).history(1).first().version
+    return version, spark.read.format("delta").option("versionAsOf", version).load(paths.uri(table)).count()
 
 
 def read_versions(spark, table: Path) -> list[tuple[int, int]]:
@@ -81,7 +81,7 @@ def read_versions(spark, table: Path) -> list[tuple[int, int]]:
 def start_events(parsed: DataFrame, table: Path, checkpoint: Path, trigger: dict):
     """Append every good event to the Delta table, exactly once per checkpoint."""
     # Created empty first (version 0), so batch reads and Delta sources never find no table.
-    DeltaTable.createIfNotExists(parsed.sparkSession).location(str(table)).addColumns(ECOMMERCE_EVENT_SCHEMA) \
+    DeltaTable.createIfNotExists(parsed.sparkSession).location(paths.uri(table)).addColumns(ECOMMERCE_EVENT_SCHEMA) \
         .execute()
     # The Delta sink writes each batch's files, then commits them together with (query id,
     # batch id) in the table's log. A batch that runs again after a crash finds its id
@@ -89,9 +89,9 @@ def start_events(parsed: DataFrame, table: Path, checkpoint: Path, trigger: dict
     return (
         sources.valid_records(parsed, ECOMMERCE_EVENT_SCHEMA).writeStream.format("delta")
         .outputMode("append")
-        .option("checkpointLocation", str(checkpoint))
+        .option("checkpointLocation", paths.uri(checkpoint))
         .trigger(**trigger)
-        .start(str(table))
+        .start(paths.uri(table))
     )
 
 
@@ -100,9 +100,9 @@ def start_quarantine(parsed: DataFrame, table: Path, checkpoint: Path, trigger: 
     return (
         sources.quarantined(parsed, "source_file").writeStream.format("delta")
         .outputMode("append")
-        .option("checkpointLocation", str(checkpoint))
+        .option("checkpointLocation", paths.uri(checkpoint))
         .trigger(**trigger)
-        .start(str(table))
+        .start(paths.uri(table))
     )
 
 
@@ -123,9 +123,9 @@ def start_complete(totals: DataFrame, sink_format: str, path: Path, checkpoint: 
     return (
         totals.writeStream.format(sink_format)
         .outputMode("complete")
-        .option("checkpointLocation", str(checkpoint))
+        .option("checkpointLocation", paths.uri(checkpoint))
         .trigger(**trigger)
-        .start(str(path))
+        .start(paths.uri(path))
     )
 
 
@@ -146,9 +146,9 @@ def build_latest_per_user(events: DataFrame) -> DataFrame:
 def write_latest_per_user(batch: DataFrame, table: Path) -> None:
     """Upsert one row per user into the Delta table with MERGE (creating the table if needed)."""
     spark, latest = batch.sparkSession, build_latest_per_user(batch)
-    if not DeltaTable.isDeltaTable(spark, str(table)):
-        latest.limit(0).write.format("delta").save(str(table))
-    DeltaTable.forPath(spark, str(table)).alias("t").merge(latest.alias("s"), "t.user_id = s.user_id") \
+    if not DeltaTable.isDeltaTable(spark, paths.uri(table)):
+        latest.limit(0).write.format("delta").save(paths.uri(table))
+    DeltaTable.forPath(spark, paths.uri(table)).alias("t").merge(latest.alias("s"), "t.user_id = s.user_id") \
         .whenMatchedUpdateAll(
             # Only move forward in time: replaying an older (or the same) batch changes nothing.
             condition="s.last_seen > t.last_seen OR (s.last_seen = t.last_seen AND s.last_event_id > t.last_event_id)"
@@ -159,7 +159,7 @@ def start_user_merge(events: DataFrame, table: Path, checkpoint: Path, trigger: 
     """A query that MERGEs each micro-batch of events into the per-user table."""
     return (
         events.writeStream.foreachBatch(foreach_batch(lambda batch, batch_id: write_latest_per_user(batch, table)))
-        .option("checkpointLocation", str(checkpoint))
+        .option("checkpointLocation", paths.uri(checkpoint))
         .trigger(**trigger)
         .start()
     )
@@ -167,7 +167,7 @@ def start_user_merge(events: DataFrame, table: Path, checkpoint: Path, trigger: 
 
 def read_history(spark, table: Path) -> DataFrame:
     """The table's commits, oldest first: what each one did, for which micro-batch (epochId)."""
-    return DeltaTable.forPath(spark, str(table)).history().select(
+    return DeltaTable.forPath(spark, paths.uri(table)).history().select(
         "version", "operation", F.col("operationParameters.outputMode").alias("outputMode"),
         F.col("operationParameters.epochId").alias("epochId"),
         F.col("operationMetrics.numOutputRows").alias("numOutputRows"),
@@ -176,7 +176,7 @@ def read_history(spark, table: Path) -> DataFrame:
 
 def read_counts(spark, table: Path) -> tuple[int, int]:
     """(rows, distinct event ids) of the events table."""
-    row = spark.read.format("delta").load(str(table)).agg(F.count("*"), F.countDistinct("event_id")).first()
+    row = spark.read.format("delta").load(paths.uri(table)).agg(F.count("*"), F.countDistinct("event_id")).first()
     return row[0], row[1]
 
 
@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> None:
         demos.show_refusal(lambda: start_complete(sales, "parquet", folder / "sales_parquet",
                                                   checkpoints / "sales_parquet"), "Complete mode into a parquet sink")
         finish([start_complete(sales, "delta", folder / "sales_by_category", checkpoints / "sales_by_category")])
-        spark.read.format("delta").load(str(folder / "sales_by_category")).orderBy("category").show(truncate=False)
+        spark.read.format("delta").load(paths.uri(folder / "sales_by_category")).orderBy("category").show(truncate=False)
         say("""A file sink only adds files: it cannot replace yesterday's totals. Delta replaces
             the table's contents in one commit per batch, so readers always see one complete
             result. Its source: the events table, read with readStream.format("delta").""")
@@ -233,7 +233,7 @@ def main(argv: list[str] | None = None) -> None:
         banner("5. MERGE from foreachBatch: the latest event of every user")
         users = folder / "user_last_event"
         finish([start_user_merge(read_delta_stream(spark, events_table), users, checkpoints / "user_last_event")])
-        latest_users = spark.read.format("delta").load(str(users))
+        latest_users = spark.read.format("delta").load(paths.uri(users))
         latest_users.orderBy(F.col("last_seen").desc(), "user_id").show(SHOW_ROWS, truncate=False)
         print(f"{latest_users.count()} users in {paths.display(users)}")
         say("""Another query read the events table as a stream and MERGEd one row per user per

@@ -159,7 +159,7 @@ def start_console(user_state: DataFrame, checkpoints: Path, trigger: dict):
         .option("truncate", False)
         .option("numRows", 20)
         # The checkpoint holds the per-user state: a restart continues every user's totals.
-        .option("checkpointLocation", str(checkpoints / "user_state"))
+        .option("checkpointLocation", paths.uri(checkpoints / "user_state"))
         .queryName("user_state_console")
         .trigger(**trigger)
         .start()

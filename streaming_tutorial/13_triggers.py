@@ -100,7 +100,7 @@ def to_kafka_record(tagged: DataFrame) -> DataFrame:
 
 def start_noop(results: DataFrame, checkpoint: Path, trigger: dict):
     # The noop sink computes every row and writes nothing: the progress reports say what ran.
-    writer = results.writeStream.format("noop").option("checkpointLocation", str(checkpoint))
+    writer = results.writeStream.format("noop").option("checkpointLocation", paths.uri(checkpoint))
     return (writer.trigger(**trigger) if trigger else writer).start()  # no .trigger(): the default
 
 
@@ -109,7 +109,7 @@ def start_kafka_sink(records: DataFrame, bootstrap: str, topic: str, checkpoint:
         records.writeStream.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)
         .option("topic", topic)
-        .option("checkpointLocation", str(checkpoint))
+        .option("checkpointLocation", paths.uri(checkpoint))
         .outputMode("update")  # real-time mode runs update mode only; for a stateless query it is append
         .trigger(**trigger)
         .start()

@@ -112,8 +112,8 @@ def build_sensor_stats(readings: DataFrame) -> DataFrame:
 
 def start_stats(stats: DataFrame, output: Path, checkpoint: Path, trigger: dict):
     # queryName names the query everywhere you monitor it: the listener, the UI, the metrics.
-    return (stats.writeStream.format("json").outputMode("append").option("path", str(output))
-            .option("checkpointLocation", str(checkpoint)).queryName(STATS_QUERY).trigger(**trigger).start())
+    return (stats.writeStream.format("json").outputMode("append").option("path", paths.uri(output))
+            .option("checkpointLocation", paths.uri(checkpoint)).queryName(STATS_QUERY).trigger(**trigger).start())
 
 
 def start_queries(spark, bootstrap: str, args) -> list:
@@ -137,7 +137,7 @@ def write_broken_input(folder: Path) -> Path:
 
 def start_strict(spark, folder: Path):
     """A query that must fail: a FAILFAST parse turns the first line that does not parse into an error."""
-    parsed = spark.readStream.text(str(folder)).select(F.from_json("value", SENSOR_SCHEMA, {"mode": "FAILFAST"}))
+    parsed = spark.readStream.text(paths.uri(folder)).select(F.from_json("value", SENSOR_SCHEMA, {"mode": "FAILFAST"}))
     return parsed.writeStream.format("noop").queryName(STRICT_QUERY).trigger(availableNow=True).start()
 
 

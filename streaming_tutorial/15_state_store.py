@@ -146,13 +146,13 @@ def build_replay_filters() -> dict[str, Output]:
 def read_state(spark, checkpoint: Path, **options) -> DataFrame:
     """The state rows as of the last committed batch; options pick what: stateVarName=..., joinSide=left,
     readRegisteredTimers=True, readChangeFeed=True (with changeStartBatchId)."""
-    return spark.read.format("statestore").options(**options).load(str(checkpoint))
+    return spark.read.format("statestore").options(**options).load(paths.uri(checkpoint))
 
 
 def read_session_state(spark, checkpoint: Path) -> dict[str, DataFrame]:
     """Part 3: the operators, each state variable, the timers, and what each batch changed in 'session'."""
     # state-metadata: every stateful operator, its stores, batches and (transformWithState) variables.
-    states = {"state-metadata": spark.read.format("state-metadata").load(str(checkpoint))}
+    states = {"state-metadata": spark.read.format("state-metadata").load(paths.uri(checkpoint))}
     states.update({f"stateVarName={name}": read_state(spark, checkpoint, stateVarName=name)
                    for name in ("session", "recent_events", "product_views")})
     states["readRegisteredTimers"] = read_state(spark, checkpoint, readRegisteredTimers=True).select(
@@ -177,7 +177,7 @@ def start_on_default_store(spark):
     paths.remove_tree(OUTPUT / "hdfs", allow_outside=True)
     events = stream_batches(spark, write_batches(OUTPUT / "hdfs" / "input", to_events(REPLAYED[:1])), EVENTS)
     return (build_sessions(events).writeStream.format("noop").outputMode("update").trigger(availableNow=True)
-            .option("checkpointLocation", str(OUTPUT / "hdfs" / "checkpoint")).start())
+            .option("checkpointLocation", paths.uri(OUTPUT / "hdfs" / "checkpoint")).start())
 
 
 def start_evolved_counts(spark, encoding: str, workdir: Path = OUTPUT) -> tuple:
@@ -191,7 +191,7 @@ def start_queries(events: DataFrame, checkpoints: Path, quarantine: Path, trigge
     """The sessions on the console (their state in the checkpoint); bad lines to the quarantine."""
     sessions = (build_sessions(valid_records(events, EVENTS)).writeStream.format("console")
                 .outputMode("update").option("truncate", False).option("numRows", 30)
-                .option("checkpointLocation", str(checkpoints / "sessions")).queryName("sessions")
+                .option("checkpointLocation", paths.uri(checkpoints / "sessions")).queryName("sessions")
                 .trigger(**trigger).start())
     return [sessions, start_quarantine(quarantined(events, "source_file"), quarantine, checkpoints / "quarantine",
                                        trigger, name="sessions_quarantine")]

@@ -48,7 +48,7 @@ AVAILABLE_NOW = {"availableNow": True}
 
 def read_records(spark, folder: Path) -> DataFrame:
     """The input files as a stream: a file source can replay, because its files stay where they are."""
-    return spark.readStream.schema(SCHEMA).json(str(folder))
+    return spark.readStream.schema(SCHEMA).json(paths.uri(folder))
 
 
 def write_part(where, part: str) -> None:
@@ -74,9 +74,9 @@ def write_events(batch: DataFrame, batch_id: int, where) -> None:
     batch.persist()
     # Delta commits (txnAppId, txnVersion) with the data: a replayed batch id is skipped, atomically.
     batch.write.format("delta").mode("append").option("txnAppId", app_id).option("txnVersion", batch_id) \
-        .save(str(where.events))
+        .save(paths.uri(where.events))
     # A plain file append knows no batch id: a replayed batch adds its rows again.
-    batch.write.mode("append").json(str(where.plain))
+    batch.write.mode("append").json(paths.uri(where.plain))
     batch.unpersist()
 
 
@@ -91,7 +91,7 @@ def write_windows(batch: DataFrame, batch_id: int, table: Path) -> None:
         .mode("overwrite")  # a reader sees the old result or the new one, never a mix
         .option("txnAppId", app_id)
         .option("txnVersion", batch_id)
-        .save(str(table))
+        .save(paths.uri(table))
     )
     batch.unpersist()
 
@@ -101,7 +101,7 @@ def start_events(records: DataFrame, where, trigger: dict):
     write = crash.pausable(lambda batch, batch_id: write_events(batch, batch_id, where), "events")
     return (
         records.writeStream.foreachBatch(write)
-        .option("checkpointLocation", str(where.checkpoints / "events"))
+        .option("checkpointLocation", paths.uri(where.checkpoints / "events"))
         .trigger(**trigger)
         .start()
     )
@@ -113,7 +113,7 @@ def start_windows(counts: DataFrame, table: Path, checkpoint: Path, trigger: dic
     return (
         counts.writeStream.outputMode("complete")
         .foreachBatch(write)
-        .option("checkpointLocation", str(checkpoint))
+        .option("checkpointLocation", paths.uri(checkpoint))
         .trigger(**trigger)
         .start()
     )
@@ -151,25 +151,25 @@ def start_lines(spark, server: crash.LineServer, seen: list, checkpoint: Path):
     """Lines from a TCP server, collected per batch: the source keeps no copy, only a count of lines received."""
     lines = spark.readStream.format("socket").option("host", server.host).option("port", server.port)
     return (lines.load().writeStream.foreachBatch(lambda batch, i: seen.extend(row.value for row in batch.collect()))
-            .option("checkpointLocation", str(checkpoint)).trigger(processingTime="200 milliseconds").start())
+            .option("checkpointLocation", paths.uri(checkpoint)).trigger(processingTime="200 milliseconds").start())
 
 
 def read_ids(spark, where) -> tuple[list, list]:
     """The record ids the Delta table holds and those the plain JSON files hold, one per row."""
-    delta = spark.read.format("delta").load(str(where.events)).select("record_id")
-    plain = spark.read.schema(SCHEMA).json(str(where.plain)).select("record_id")
+    delta = spark.read.format("delta").load(paths.uri(where.events)).select("record_id")
+    plain = spark.read.schema(SCHEMA).json(paths.uri(where.plain)).select("record_id")
     return [row[0] for row in delta.collect()], [row[0] for row in plain.collect()]
 
 
 def read_tallies(spark, where) -> tuple[crash.Tally, crash.Tally]:
     """Rows lost and duplicated in the Delta table and in the plain files, against the input files' ids."""
-    wanted = [row[0] for row in spark.read.schema(SCHEMA).json(str(where.input)).select("record_id").collect()]
+    wanted = [row[0] for row in spark.read.schema(SCHEMA).json(paths.uri(where.input)).select("record_id").collect()]
     delta_ids, plain_ids = read_ids(spark, where)
     return crash.tally(wanted, delta_ids), crash.tally(wanted, plain_ids)
 
 
 def read_windows(spark, table: Path) -> list[tuple]:
-    return [tuple(row) for row in spark.read.format("delta").load(str(table)).orderBy("window_start").collect()]
+    return [tuple(row) for row in spark.read.format("delta").load(paths.uri(table)).orderBy("window_start").collect()]
 
 
 def run_folders(args) -> SimpleNamespace:

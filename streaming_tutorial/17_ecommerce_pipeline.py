@@ -160,10 +160,10 @@ def start_query(frame: DataFrame, name: str, mode: str, checkpoints: Path, trigg
                 write=None, sink: str = "memory", path: Path | None = None):
     """One query with its own name and checkpoint: ``write(batch, batch_id)`` per micro-batch, or a sink."""
     writer = (frame.writeStream.queryName(name).outputMode(mode).trigger(**trigger)
-              .option("checkpointLocation", str(checkpoints / name)))
+              .option("checkpointLocation", paths.uri(checkpoints / name)))
     if write is not None:
         return writer.foreachBatch(foreach_batch(write)).start()
-    return writer.format(sink).start(*([str(path)] if path else []))
+    return writer.format(sink).start(*([paths.uri(path)] if path else []))
 
 
 def start_queries(parsed: DataFrame, folder: Path, checkpoints: Path, trigger, kafka) -> list:

@@ -48,7 +48,7 @@ import sys
 
 from pyspark.sql import DataFrame, functions as F
 
-from common import cli, files, paths, pipelines, sources
+from common import cli, files, paths, pipelines, sources, storage
 from common.narration import print_table
 from common.runner import banner, checkpoint_root, lesson_session, run_lesson, say
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
@@ -77,6 +77,7 @@ SHOW_ROWS = 12
 
 def add_event_files(count: int) -> None:
     """``count`` more files of shop events in INPUT, numbered on after those there."""
+    storage.require_local_input("The shop simulator", INPUT)
     subprocess.run([*GENERATOR, "--count", str(count)], check=True)
 
 
@@ -92,7 +93,7 @@ def count_rows(spark) -> dict[str, int]:
 
 def read_events(spark) -> DataFrame:
     """The good events of every file in INPUT, as one batch (what bronze and silver read)."""
-    lines = spark.read.text(str(INPUT)).withColumn("source_file", F.col("_metadata.file_name"))
+    lines = spark.read.text(paths.uri(INPUT)).withColumn("source_file", F.col("_metadata.file_name"))
     return sources.valid_records(sources.parse_json(lines, ECOMMERCE_EVENT_SCHEMA), ECOMMERCE_EVENT_SCHEMA)
 
 
@@ -112,7 +113,7 @@ def compare_with_lesson_17(spark) -> None:
 def main(argv: list[str] | None = None) -> None:
     args = cli.lesson_parser(__doc__, simulator=False).parse_args(argv)
     pipeline = pipelines.Pipeline(PIPELINE, home=paths.output_for(LESSON), storage=checkpoint_root(LESSON, args),
-                                  configuration={"shop.events_dir": str(INPUT.resolve())})  # bronze.py reads it
+                                  configuration={"shop.events_dir": paths.uri(INPUT)})  # bronze.py reads it
     # The session serves Spark Connect (the plugin and the catalog are read when its JVM starts).
     with lesson_session(LESSON, args, extra_conf=pipelines.server_conf(pipeline)) as spark:
         banner("1. The pipeline: five tables declared in three files")

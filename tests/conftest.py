@@ -19,6 +19,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "streaming_tutorial"), str(ROOT)]
+# The tests choose their own storage (COURSE_HOME, or --storage where a test says so): a
+# learner's STREAMING_COURSE_STORAGE must not send the suite's checkpoints elsewhere.
+os.environ.pop("STREAMING_COURSE_STORAGE", None)
 
 from common.session import pin_time_zone  # noqa: E402
 from common.simulators import free_port  # noqa: E402,F401  (tests import it from here)

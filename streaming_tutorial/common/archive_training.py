@@ -84,12 +84,12 @@ def main() -> None:
 
         def start(frame, name, sink="memory", mode="append", **options):
             writer = frame.writeStream.format(sink).outputMode(mode).trigger(**AVAILABLE_NOW)
-            writer = writer.option("checkpointLocation", str(base / "cp" / name))
+            writer = writer.option("checkpointLocation", paths.uri(base / "cp" / name))
             if sink == "memory":
                 writer = writer.queryName(name)
             for key, value in options.items():
                 writer = writer.option(key, value)
-            return writer.start() if sink != "delta" else writer.start(str(base / name))
+            return writer.start() if sink != "delta" else writer.start(paths.uri(base / name))
 
         run(start(events.groupBy(F.window("ts", "30 seconds"), "page").count(), "windows", mode="update"))
         run(start(sources.quarantined(parsed), "quarantine", sink="parquet", path=str(base / "quarantine")))
@@ -97,19 +97,19 @@ def main() -> None:
         run(start(events.groupBy("page").count(), "pages", sink="console", mode="complete", numRows=1))
         run(start(events, "events", sink="delta"))
         run(start(events.groupBy("user").count(), "totals", sink="delta", mode="complete"))
-        table = spark.read.format("delta").load(str(base / "events"))
+        table = spark.read.format("delta").load(paths.uri(base / "events"))
         table.groupBy("user").count().collect()
         spark.sql(f"DESCRIBE HISTORY delta.`{base / 'events'}`").collect()
-        spark.read.format("delta").option("versionAsOf", 0).load(str(base / "events")).count()
+        spark.read.format("delta").option("versionAsOf", 0).load(paths.uri(base / "events")).count()
 
         def merge_latest(batch, batch_id: int) -> None:
             from delta.tables import DeltaTable
 
             latest = batch.groupBy("user").agg(F.max("ts").alias("ts"))
             target = base / "latest"
-            if not DeltaTable.isDeltaTable(spark, str(target)):
-                latest.limit(0).write.format("delta").save(str(target))
-            (DeltaTable.forPath(spark, str(target)).alias("t").merge(latest.alias("s"), "t.user = s.user")
+            if not DeltaTable.isDeltaTable(spark, paths.uri(target)):
+                latest.limit(0).write.format("delta").save(paths.uri(target))
+            (DeltaTable.forPath(spark, paths.uri(target)).alias("t").merge(latest.alias("s"), "t.user = s.user")
              .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
             rows = [(row.user, row.n) for row in batch.groupBy("user").agg(F.count("*").alias("n")).collect()]
             database.apply_batch_once(spark, jdbc, "training", batch_id,
@@ -118,8 +118,8 @@ def main() -> None:
         jdbc = database.Jdbc(f"{database.SQLITE_PREFIX}{base / 'training.db'}")
         database.create_tables(spark, jdbc, [database.APPLIED_BATCHES,
                                              "CREATE TABLE IF NOT EXISTS visits (user_id VARCHAR(16), n BIGINT)"])
-        run(spark.readStream.format("delta").load(str(base / "events")).writeStream.foreachBatch(merge_latest)
-            .option("checkpointLocation", str(base / "cp" / "merge")).trigger(**AVAILABLE_NOW).start())
+        run(spark.readStream.format("delta").load(paths.uri(base / "events")).writeStream.foreachBatch(merge_latest)
+            .option("checkpointLocation", paths.uri(base / "cp" / "merge")).trigger(**AVAILABLE_NOW).start())
 
         left = events.select("user", F.col("ts").alias("left_ts"))
         right = events.select(F.col("user").alias("buyer"), F.col("ts").alias("right_ts"))
@@ -137,7 +137,7 @@ def main() -> None:
         run(start(events.groupBy("user").transformWithState(CountPerUser(), COUNT_SCHEMA, "Update", "None"),
                   "tws", mode="update"))
         for reader in ("state-metadata", "statestore"):
-            spark.read.format(reader).load(str(base / "cp" / "distinct")).collect()
+            spark.read.format(reader).load(paths.uri(base / "cp" / "distinct")).collect()
 
         kafka = spark.readStream.format("kafka").option("kafka.bootstrap.servers", "127.0.0.1:9").option(
             "subscribe", "training").load()

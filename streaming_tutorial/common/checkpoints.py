@@ -13,7 +13,7 @@ import json
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlparse
 
-from . import paths
+from . import paths, storage
 
 
 def batch_ids(folder: Path) -> list[int]:
@@ -38,6 +38,8 @@ def query_checkpoints(root: Path) -> list[Path]:
 
 def describe(root: Path) -> str:
     """One line: what a run of the lesson will resume from, so a second run says so."""
+    if paths.is_remote(root):
+        return storage.describe_remote(root)
     found = query_checkpoints(root)
     if not found:
         return f"Checkpoints: none yet in {paths.display(root)}, so every query starts from the beginning."

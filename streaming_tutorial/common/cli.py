@@ -6,6 +6,7 @@ Lessons::
     --master URL         Spark master (default local[*]; a cluster URL works too)
     --checkpoint-dir DIR where this lesson keeps its checkpoints
     --reset              delete this lesson's checkpoints and output first
+    --storage URI        where data/, checkpoints/, output/ live (a folder, file:, hdfs:, s3a: ...)
     --no-simulator       do not start the lesson's simulator; you run it yourself
     --available-now      (file lessons) process what is there, then exit
     --host, --port       (the socket lesson) where its server listens
@@ -14,6 +15,7 @@ Simulators::
 
     --count N  --interval SECONDS  --seed N  --base-time ISO-8601
     --output-dir DIR     (file simulators) where to write the files
+    --storage URI        (file simulators) the lessons' storage, when it is a local folder
 """
 
 from __future__ import annotations
@@ -99,6 +101,7 @@ def lesson_parser(
     parser.add_argument(
         "--reset", action="store_true", help="delete this lesson's checkpoints and output before starting"
     )
+    add_storage_flag(parser)
     if simulator:
         parser.add_argument(
             "--no-simulator",
@@ -151,4 +154,17 @@ def simulator_parser(
             metavar="DIR",
             help=f"where to write the files (default: {paths.display(output_dir)})",
         )
+        add_storage_flag(parser)
     return parser
+
+
+def add_storage_flag(parser: argparse.ArgumentParser) -> None:
+    """--storage: read by common/paths.py before argparse runs (the folders are computed at
+    import); declared here so that argparse accepts it and --help explains it."""
+    parser.add_argument(
+        paths.STORAGE_FLAG,
+        default=paths.STORAGE or None,
+        metavar="URI",
+        help=f"where data/, checkpoints/ and output/ live: a local folder, file:///shared/..., or "
+        f"hdfs://, s3a://, abfss://, gs:// (default: ${paths.STORAGE_ENV}, else the project folder)",
+    )

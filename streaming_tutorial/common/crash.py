@@ -39,7 +39,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
-from . import checkpoints, files
+from . import checkpoints, files, storage
 from .demos import show_refusal
 from .errors import CourseError
 from .processes import group_members
@@ -250,6 +250,7 @@ def numbered_records(first: int, count: int, *, seed: int, base_time: datetime, 
 
 def write_records(folder: Path, name: str, records: Iterable[dict]) -> Path:
     """One JSON Lines file, written atomically (a file source never sees half of it)."""
+    storage.require_local_input("This lesson", folder)  # its queries read these records through Spark
     return files.write_atomically(folder, name, files.json_lines(records))
 
 

@@ -163,7 +163,7 @@ class ShopBoard:
         # 00000000000000000000.json (a redraw in between failed with DELTA_TABLE_NOT_FOUND).
         if not any((self.trending / "_delta_log").glob("*.json")):
             return []
-        rows = self.spark.read.format("delta").load(str(self.trending)).orderBy(
+        rows = self.spark.read.format("delta").load(paths.uri(self.trending)).orderBy(
             "purchases", "views", "product_name", ascending=[False, False, True]).limit(TOP).collect()
         # The schema lets a product have no name: then its id stands for it.
         return [(row.product_name or row.product_id, row.views, row.carts, row.purchases) for row in rows]

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
+from . import paths, storage
 from .files import json_lines, write_atomically
 
 
@@ -53,7 +54,8 @@ def write_batches(folder: Path, batches: Sequence[Sequence[dict]]) -> Path:
 
 def stream_batches(spark, folder: Path, schema):
     """A streaming DataFrame over ``folder`` that reads one file per micro-batch."""
-    return spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).json(str(folder))
+    storage.require_local_input("This scenario", folder)  # Python writes its batches (write_batches)
+    return spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).json(paths.uri(folder))
 
 
 def collect_batches(
@@ -99,7 +101,7 @@ def start_collecting(streaming_df, checkpoint: Path, *, output_mode: str = "appe
             run.batches.append(BatchResult(batch_id, sorted(rows, key=sort_key) if sort_key else rows))
 
     writer = streaming_df.writeStream.outputMode(output_mode).foreachBatch(keep).option(
-        "checkpointLocation", str(checkpoint))
+        "checkpointLocation", paths.uri(checkpoint))
     if trigger:
         writer = writer.trigger(**trigger)
     return writer.start(), run

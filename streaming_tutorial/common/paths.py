@@ -6,6 +6,13 @@ else. Generated folders (data, checkpoints, output, .runtime) live under
 ``COURSE_HOME``, which is the project root unless the environment variable
 ``STREAMING_COURSE_HOME`` points elsewhere (the tests use that to keep a
 learner's own data untouched).
+
+Where the generated data, checkpoints and outputs live is one storage setting: the
+``--storage URI`` flag of a lesson, else ``STREAMING_COURSE_STORAGE``, else COURSE_HOME.
+A local folder or a ``file:`` URI moves those folders there (on a cluster: a shared mount
+with the same path on every host). Any other Hadoop URI (``hdfs://``, ``s3a://``,
+``abfss://``, ``gs://``) leaves the Paths below as the local view under COURSE_HOME, and
+``uri()`` maps them onto that remote root: every path Spark gets goes through ``uri()``.
 """
 
 import importlib.util
@@ -13,6 +20,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 LESSONS_DIR = PROJECT_ROOT / "streaming_tutorial"
@@ -22,9 +30,51 @@ REFERENCE_DIR = PROJECT_ROOT / "data" / "reference"
 PRODUCTS_CSV = REFERENCE_DIR / "products.csv"
 
 COURSE_HOME = Path(os.environ.get("STREAMING_COURSE_HOME", PROJECT_ROOT)).resolve()
-DATA_DIR = COURSE_HOME / "data"
-CHECKPOINT_DIR = COURSE_HOME / "checkpoints"
-OUTPUT_DIR = COURSE_HOME / "output"
+STORAGE_ENV = "STREAMING_COURSE_STORAGE"
+STORAGE_FLAG = "--storage"
+
+
+def storage_setting(argv: list[str], environ) -> str:
+    """The storage the learner chose: ``--storage X`` / ``--storage=X`` in ``argv``, else
+    ``$STREAMING_COURSE_STORAGE``, else "" (COURSE_HOME).
+
+    Why argv is read here and not by argparse: the folders below are computed at import, and
+    lessons build module-level constants from them before main() parses its flags.
+    cli.lesson_parser declares the same flag, so argparse accepts it and --help shows it.
+    """
+    for index, arg in enumerate(argv):
+        if arg == STORAGE_FLAG and index + 1 < len(argv):
+            return argv[index + 1]
+        if arg.startswith(STORAGE_FLAG + "="):
+            return arg.partition("=")[2]
+    return environ.get(STORAGE_ENV, "")
+
+
+def storage_roots(setting: str, home: Path) -> tuple[Path, str | None]:
+    """(the local folder that holds data/, checkpoints/ and output/, the remote root or None).
+
+    "" is ``home``; a local folder or a ``file:`` URI is that folder; any other scheme is a
+    remote root, with ``home`` as its local view. POSIX paths only (Windows is not supported).
+    """
+    if not setting:
+        return home, None
+    scheme = urlsplit(setting).scheme.lower()
+    if not scheme:
+        return Path(setting).expanduser().resolve(), None
+    if scheme == "file":
+        parts = urlsplit(setting)
+        if parts.netloc not in ("", "localhost"):
+            raise ValueError(f"{STORAGE_FLAG} {setting}: a file: URI names no host (file:///shared/course)")
+        # Not unquoted: Hadoop reads "file:///a%20b" as a folder named "a%20b" too.
+        return Path(parts.path).resolve(), None
+    return home, setting.rstrip("/")
+
+
+STORAGE = storage_setting(sys.argv[1:], os.environ)
+STORAGE_ROOT, REMOTE_ROOT = storage_roots(STORAGE, COURSE_HOME)
+DATA_DIR = STORAGE_ROOT / "data"
+CHECKPOINT_DIR = STORAGE_ROOT / "checkpoints"
+OUTPUT_DIR = STORAGE_ROOT / "output"
 # PID files, the local Kafka broker's data and logs.
 RUNTIME_DIR = COURSE_HOME / ".runtime"
 
@@ -61,12 +111,40 @@ def output_for(lesson: str, name: str = "") -> Path:
 
 
 def remove_tree(path: Path, *, allow_outside: bool = False) -> None:
-    """Delete a generated folder; refuses anything outside COURSE_HOME unless the learner chose it
-    (``allow_outside``: a --checkpoint-dir elsewhere)."""
+    """Delete a generated folder; refuses anything outside COURSE_HOME and the storage folder
+    unless the learner chose it (``allow_outside``: a --checkpoint-dir elsewhere)."""
     path = path.resolve()
-    if COURSE_HOME not in path.parents and not allow_outside:
+    if COURSE_HOME not in path.parents and STORAGE_ROOT not in path.parents and not allow_outside:
         raise ValueError(f"refusing to delete {path}: it is outside {COURSE_HOME}")
     shutil.rmtree(path, ignore_errors=True)
+
+
+def uri(path: Path) -> str:
+    """The address Spark gets for a course path: on remote storage, the part below the storage
+    folder under the remote root; otherwise (and for a path outside it) an explicit file: URI.
+
+    Never a bare path: on YARN, EMR or Dataproc Spark resolves a bare path against
+    fs.defaultFS, i.e. HDFS, not the driver's disk. Not Path.as_uri() either: Hadoop does not
+    decode %-escapes, so a folder "a b" would become "a%20b".
+    """
+    path = Path(path).resolve()
+    if REMOTE_ROOT is not None and _generated(path):
+        below = path.relative_to(STORAGE_ROOT).as_posix()
+        return REMOTE_ROOT if below == "." else f"{REMOTE_ROOT}/{below}"
+    return f"file://{path}"
+
+
+def _generated(path: Path) -> bool:
+    """True for a path in data/, checkpoints/ or output/, except the reference data shipped with
+    the course: it stays where the project is (copy it along if executors cannot see it)."""
+    def under(root: Path) -> bool:
+        return path == root or root in path.parents
+    return any(under(root) for root in (DATA_DIR, CHECKPOINT_DIR, OUTPUT_DIR)) and not under(REFERENCE_DIR)
+
+
+def is_remote(path: Path) -> bool:
+    """True when Spark reads and writes ``path`` on remote storage, out of Python's reach."""
+    return not uri(path).startswith("file:")
 
 
 def import_lesson(stem: str):

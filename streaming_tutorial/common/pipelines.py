@@ -125,7 +125,9 @@ def prepare(pipeline: Pipeline) -> None:
         shutil.rmtree(target)  # a fresh copy each time: a learner's edit of the source is picked up
     shutil.copytree(pipeline.source, target, ignore=shutil.ignore_patterns("__pycache__"))
     spec = pipeline.spec.read_text(encoding="utf-8")
-    storage = f"storage: {pipeline.storage.resolve().as_uri()}"
+    # Remote storage as paths.uri gives it; a local folder as a URI with %-escapes, which the spec needs.
+    where = paths.uri(pipeline.storage) if paths.is_remote(pipeline.storage) else pipeline.storage.resolve().as_uri()
+    storage = f"storage: {where}"
     spec = re.sub(r"(?m)^storage:.*$", storage, spec, count=1)
     if pipeline.configuration:  # a JSON string is a YAML string: quoted, whatever the path holds
         spec += "configuration:\n" + "".join(f"  {json.dumps(key)}: {json.dumps(value)}\n"
@@ -169,7 +171,7 @@ def server_conf(pipeline: Pipeline) -> dict[str, str]:
         # Tables in a Hive catalog (an embedded Derby database in this folder): the catalog
         # remembers them, so a second run updates them instead of refusing their folders.
         "spark.sql.catalogImplementation": "hive",
-        "spark.sql.warehouse.dir": str(pipeline.warehouse.resolve()),
+        "spark.sql.warehouse.dir": paths.uri(pipeline.warehouse),
         "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={metastore.resolve()};create=true",
         # The tables are Parquet (Spark's default format). Delta tables would need the session's
         # delta=True and spark.sql.sources.default=delta: measured on 2 cores with a server per

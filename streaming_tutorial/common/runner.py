@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import signal
 import sys
 import threading
@@ -37,7 +38,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from . import checkpoints, paths
+from . import checkpoints, paths, storage
 from .environment import require_writable
 from .errors import explain
 from .narration import WIDTH, banner, say  # noqa: F401  (lessons import the narration from here too)
@@ -56,10 +57,14 @@ def checkpoint_root(lesson: str, args) -> Path:
     return Path(chosen).resolve() if chosen else paths.checkpoint_for(lesson)
 
 
-def reset_lesson(lesson: str, args) -> None:
-    """Delete this lesson's checkpoints and output (the --reset flag)."""
+def reset_lesson(lesson: str, args, spark=None) -> None:
+    """Delete this lesson's checkpoints and output (the --reset flag): without ``spark`` the local
+    folders, with it those on remote storage (through the JVM's Hadoop FileSystem, storage.delete)."""
     for folder in (checkpoint_root(lesson, args), paths.output_for(lesson)):
-        if folder.exists():
+        if paths.is_remote(folder):
+            if spark is not None and storage.delete(spark, folder):
+                print(f"--reset: deleted {paths.uri(folder)}", flush=True)
+        elif spark is None and folder.exists():
             paths.remove_tree(folder, allow_outside=folder == checkpoint_root(lesson, args))
             print(f"--reset: deleted {paths.display(folder)}", flush=True)
 
@@ -87,12 +92,19 @@ def lesson_session(lesson: str, args, **spark_options) -> Iterator:
 
     # Line-buffered stdout keeps our prints and the JVM's console-sink tables in order.
     sys.stdout.reconfigure(line_buffering=True)
-    if getattr(args, "reset", False):
+    if paths.STORAGE:  # the simulators and child processes the lesson starts use the same storage
+        os.environ[paths.STORAGE_ENV] = paths.STORAGE
+    reset = getattr(args, "reset", False)
+    if reset:
         reset_lesson(lesson, args)
     print(checkpoints.describe(checkpoint_root(lesson, args)), flush=True)
     # A folder Spark cannot write fails the first micro-batch after the JVM start: say so before it.
-    require_writable({"checkpoint folder": checkpoint_root(lesson, args), "output folder": paths.output_for(lesson)})
+    # (Remote storage is out of Python's reach: Spark's own error says it, if it comes to that.)
+    require_writable({what: folder for what, folder in {"checkpoint folder": checkpoint_root(lesson, args),
+                      "output folder": paths.output_for(lesson)}.items() if not paths.is_remote(folder)})
     spark = get_spark(lesson, master=getattr(args, "master", None), **spark_options)
+    if reset and paths.REMOTE_ROOT:
+        reset_lesson(lesson, args, spark)
     if threading.current_thread() is threading.main_thread():
         # pyspark's Ctrl-C handler cancels every running Spark job first, killing a
         # micro-batch half-way. The plain handler only raises KeyboardInterrupt, and

@@ -26,13 +26,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from . import paths
+from . import paths, storage
 from .errors import CourseError
 
 STOP_TIMEOUT_SECONDS = 5
 SERVER_START_SECONDS = 15  # how long a server simulator may take to listen (or the learner, to start it)
 PORT_POLL_SECONDS = 0.2
 EXIT_CTRL_C = 130  # what a shell reports for a program stopped by Ctrl-C (128 + SIGINT)
+# The simulators that write files, and where: on remote storage Spark reads that folder elsewhere.
+FILE_SIMULATORS = {
+    "simulate_file_data.py": paths.TRANSACTIONS_DIR,
+    "generate_ecommerce_events.py": paths.ECOMMERCE_DIR,
+    "generate_sensor_data.py": paths.SENSOR_DIR,
+    "generate_ad_events.py": paths.AD_EVENTS_DIR,
+}
 
 
 def pid_file(name: str) -> Path:
@@ -209,6 +216,9 @@ def simulator_for_lesson(
     """
     running = is_running(name) if already_running is None else already_running
     command = f"python data_generators/{script} {' '.join(args)}".strip()
+    if script in FILE_SIMULATORS and (enabled or running):  # --no-simulator: the learner brings the input
+        folder = Path(args[args.index("--output-dir") + 1]) if "--output-dir" in args else FILE_SIMULATORS[script]
+        storage.require_local_input(f"The {name} simulator", folder, advice=storage.simulator_advice(folder))
     if running:
         print(f"Using the {name} simulator that is already running.", flush=True)
         yield Simulator(name, external=True)

@@ -56,7 +56,7 @@ def read_json_lines(spark, folder: Path, *, max_files_per_trigger: int | None = 
         reader = reader.option("maxFilesPerTrigger", max_files_per_trigger)
     folder.mkdir(parents=True, exist_ok=True)
     # _metadata is the hidden per-file column of file sources: which file each line came from.
-    return reader.text(str(folder)).withColumn("source_file", F.col("_metadata.file_name"))
+    return reader.text(paths.uri(folder)).withColumn("source_file", F.col("_metadata.file_name"))
 
 
 def read_kafka(spark, bootstrap: str, topic: str, *, starting_offsets: str = "earliest",
@@ -212,8 +212,8 @@ def start_quarantine(bad: DataFrame, folder: Path, checkpoint: Path, trigger: di
     return (
         bad.writeStream.format("json")
         .outputMode("append")
-        .option("path", str(folder))
-        .option("checkpointLocation", str(checkpoint))
+        .option("path", paths.uri(folder))
+        .option("checkpointLocation", paths.uri(checkpoint))
         .queryName(name)
         .trigger(**trigger)
         .start()
@@ -225,7 +225,7 @@ def quarantine_counts(spark, folder: Path) -> list[tuple[str, int]]:
     if not (folder / "_spark_metadata").is_dir():
         return []
     # The sink's _spark_metadata log lists the files of committed batches only.
-    counts = spark.read.schema(QUARANTINE_SCHEMA).json(str(folder)).groupBy("reason").count()
+    counts = spark.read.schema(QUARANTINE_SCHEMA).json(paths.uri(folder)).groupBy("reason").count()
     return [(row.reason, row["count"]) for row in counts.orderBy(F.desc("count"), "reason").collect()]
 
 
@@ -236,4 +236,4 @@ def quarantine_summary(spark, folder: Path) -> str:
 
 def read_products(spark, csv: Path = paths.PRODUCTS_CSV) -> DataFrame:
     """The product catalogue, read in batch (a static DataFrame)."""
-    return spark.read.schema(PRODUCT_SCHEMA).option("header", True).csv(str(csv))
+    return spark.read.schema(PRODUCT_SCHEMA).option("header", True).csv(paths.uri(csv))
