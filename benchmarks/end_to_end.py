@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 
 from benchmarks.harness import Results, Stats, stop
 from common import latency, paths
-from common.kafka import recreate_topics
+from common.kafka import recreate_topics, spark_options
 from common.sources import read_kafka
 
 SOURCE = "bench-e2e-in"
@@ -33,7 +33,7 @@ def start(spark, bootstrap: str, topic: str, checkpoint: Path, trigger: dict):
     message = F.from_json(F.col("value").cast("string"), "id INT, word STRING, sent_ms BIGINT").alias("m")
     results = raw.select(message).select("m.id", F.upper("m.word").alias("word"), "m.sent_ms")
     return (results.select(F.to_json(F.struct("id", "word", "sent_ms")).alias("value"))
-            .writeStream.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("topic", topic)
+            .writeStream.format("kafka").options(**spark_options(bootstrap)).option("topic", topic)
             .option("checkpointLocation", paths.uri(checkpoint)).outputMode("update").trigger(**trigger).start())
 
 

@@ -37,7 +37,9 @@ def kafka_python_rate(bootstrap: str, topic: str, payload: list[tuple[bytes, byt
     """Messages per second through kafka-python with ``settings``, until all are acknowledged."""
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=bootstrap, **settings)
+    from common.kafka import client_options
+
+    producer = KafkaProducer(**client_options(bootstrap), **settings)
     try:
         producer.send(topic, key=b"warm-up", value=b"{}").get(timeout=30)  # metadata and connection first
         started = time.perf_counter()
@@ -53,7 +55,9 @@ def confluent_rate(bootstrap: str, topic: str, payload: list[tuple[bytes, bytes]
     """Messages per second through confluent-kafka (librdkafka's defaults, acks=all)."""
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    from common.kafka_security import librdkafka_options
+
+    producer = Producer({**librdkafka_options(bootstrap), "acks": "all"})
     producer.produce(topic, key=b"warm-up", value=b"{}")
     producer.flush(30)
     started = time.perf_counter()

@@ -59,7 +59,7 @@ def times(batches: list[dict]) -> Stats:
 
 
 def run(spark, results: Results, progress, workdir: Path, size, bootstrap: str) -> None:
-    from common.kafka import recreate_topics
+    from common.kafka import recreate_topics, spark_options
 
     with progress.step("stateless", "rate 1 row/s -> noop, trigger 0"):
         batches = measure(spark, workdir / "noop", size)
@@ -76,7 +76,7 @@ def run(spark, results: Results, progress, workdir: Path, size, bootstrap: str) 
                             settings={"spark.sql.streaming.minBatchesToRetain": "10"})
         results.put_stats("stateless_try_min_batches_to_retain_10", times(tried))
     recreate_topics(bootstrap, [TOPIC], 1)
-    kafka = {"kafka.bootstrap.servers": bootstrap, "topic": TOPIC}
+    kafka = {**spark_options(bootstrap), "topic": TOPIC}
     with progress.step("stateless", "rate -> Kafka, progress tracked in each batch"):
         synced = measure(spark, workdir / "kafka", size, sink="kafka", options=kafka)
     results.put_stats("stateless_kafka_batch", times(synced))

@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from benchmarks.harness import Results, Stats, stop, wait_for_batches
 from benchmarks.kafka_producer import confluent_rate, messages
 from common import paths
-from common.kafka import recreate_topics
+from common.kafka import recreate_topics, spark_options
 
 TOPIC = "bench-throughput"
 SCHEMA = "event_id STRING, user_id STRING, event_type STRING, product_id STRING, price DOUBLE, ts TIMESTAMP"
@@ -55,7 +55,7 @@ def kafka_to_delta(spark, workdir: Path, size, bootstrap: str, options: dict | N
     recreate_topics(bootstrap, [TOPIC], os.cpu_count() or 1)  # a partition per core: one task each
     batches = size.warm_up + size.samples
     confluent_rate(bootstrap, TOPIC, messages(size.rows_per_file * batches))  # the fast client fills it
-    reader = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", TOPIC)
+    reader = (spark.readStream.format("kafka").options(**spark_options(bootstrap)).option("subscribe", TOPIC)
               .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", size.rows_per_file))
     for key, value in (options or {}).items():
         reader = reader.option(key, value)

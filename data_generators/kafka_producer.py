@@ -256,11 +256,11 @@ def send_messages(
     from kafka import KafkaProducer
     from kafka.errors import KafkaError
 
-    from common.kafka import CLIENT_ID, check_reachable, unreachable_advice
+    from common.kafka import CLIENT_ID, check_reachable, client_options, unreachable_advice
 
     check_reachable(bootstrap)
     producer = KafkaProducer(
-        bootstrap_servers=bootstrap,
+        **client_options(bootstrap),
         client_id=f"{CLIENT_ID}-producer",
         request_timeout_ms=10000,
         delivery_timeout_ms=int(SEND_TIMEOUT_SECONDS * 1000),

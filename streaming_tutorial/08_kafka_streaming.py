@@ -61,7 +61,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, functions as F
 
 from common import cli, config, paths
-from common.kafka import ensure_topics, explain_failures, recreate_topics
+from common.kafka import ensure_topics, explain_failures, recreate_topics, spark_options
 from common.kafka_broker import kafka_for_lesson
 from common.runner import banner, checkpoint_root, finish, lesson_session, pick_trigger, run_lesson, run_queries, say
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
@@ -121,7 +121,7 @@ def start_kafka_sink(records: DataFrame, bootstrap: str, topic: str, checkpoint:
     """Start a query that writes ``records`` (key, value) to ``topic``."""
     return (
         records.writeStream.format("kafka")
-        .option("kafka.bootstrap.servers", bootstrap)
+        .options(**spark_options(bootstrap))  # the address, and a secured cluster's login (README)
         .option("topic", topic)
         # Required for the Kafka sink: the offsets read and the batches written live here.
         .option("checkpointLocation", paths.uri(checkpoint))
@@ -166,7 +166,7 @@ def read_row_count(spark, bootstrap: str, starting_offsets: str, topic: str = SO
 
 def read_topic_back(spark, bootstrap: str, topic: str, fields: str) -> DataFrame:
     """A topic read like a table (spark.read, not readStream), every message's JSON value parsed."""
-    return (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+    return (spark.read.format("kafka").options(**spark_options(bootstrap)).option("subscribe", topic)
             .option("startingOffsets", "earliest").load()
             .select(F.from_json(F.col("value").cast("string"), fields).alias("record")).select("record.*"))
 

@@ -153,7 +153,7 @@ def write_database_once(spark, jdbc: database.Jdbc, app_id: str, batch_id: int, 
 def write_kafka(alerts: DataFrame, bootstrap: str, topic: str) -> int:
     """Alerts as JSON messages keyed by event id (a replay sends them again: consumers dedupe by key)."""
     messages = alerts.select(F.col("event_id").alias("key"), F.to_json(F.struct("*")).alias("value"))
-    messages.write.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("topic", topic).save()
+    messages.write.format("kafka").options(**kafka.spark_options(bootstrap)).option("topic", topic).save()
     return alerts.count()
 
 

@@ -46,7 +46,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, functions as F
 
 from common import cli, demos, latency, narration, paths, progress
-from common.kafka import explain_failures, recreate_topics
+from common.kafka import explain_failures, recreate_topics, spark_options
 from common.kafka_broker import kafka_for_lesson
 from common.runner import banner, checkpoint_root, drain, finish, lesson_session, run_lesson, say, stop_between_batches
 from common.sources import read_kafka
@@ -107,7 +107,7 @@ def start_noop(results: DataFrame, checkpoint: Path, trigger: dict):
 def start_kafka_sink(records: DataFrame, bootstrap: str, topic: str, checkpoint: Path, trigger: dict):
     return (
         records.writeStream.format("kafka")
-        .option("kafka.bootstrap.servers", bootstrap)
+        .options(**spark_options(bootstrap))
         .option("topic", topic)
         .option("checkpointLocation", paths.uri(checkpoint))
         .outputMode("update")  # real-time mode runs update mode only; for a stateless query it is append

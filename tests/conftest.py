@@ -156,6 +156,7 @@ def kafka_bootstrap(kafka_test_broker):
     """
     from common.config import KAFKA_BOOTSTRAP_ENV
     from common.kafka import check_reachable
+    from common.kafka_security import set_variables
 
     if kafka_test_broker is None:
         bootstrap = os.environ[KAFKA_BOOTSTRAP_ENV].strip()
@@ -163,10 +164,13 @@ def kafka_bootstrap(kafka_test_broker):
         yield bootstrap
         return
     os.environ[KAFKA_BOOTSTRAP_ENV] = kafka_test_broker.bootstrap
+    # The learner's KAFKA_SECURITY_/SASL_/SSL_/OPTION_ variables describe their cluster, not this plaintext broker.
+    hidden = {name: os.environ.pop(name) for name in set_variables(os.environ)}
     try:
         yield kafka_test_broker.bootstrap
     finally:
         os.environ.pop(KAFKA_BOOTSTRAP_ENV, None)
+        os.environ.update(hidden)
 
 
 # --- Kafka topics and ports for tests -------------------------------------------------------------

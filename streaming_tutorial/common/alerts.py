@@ -120,8 +120,10 @@ def write_alerts_once(alerts: Sequence[dict], query: str, batch_id: int, kind: s
         return 0
     from kafka import KafkaProducer
 
+    from .kafka import client_options
+
     bootstrap, topic = kafka
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    producer = KafkaProducer(**client_options(bootstrap), acks="all")
     try:
         for alert in new:
             producer.send(topic, key=alert["alert_id"].encode(), value=json.dumps(alert).encode())

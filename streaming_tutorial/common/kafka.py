@@ -3,11 +3,15 @@
     bootstrap = bootstrap_servers()            # KAFKA_BOOTSTRAP_SERVERS, or the course's own broker
     check_reachable(bootstrap)                 # CourseError with advice when nothing answers
     ensure_topics(bootstrap, ["events"], partitions=3)
-    ...spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)...
+    ...spark.readStream.format("kafka").options(**spark_options(bootstrap))...
+    KafkaProducer(**client_options(bootstrap), acks="all")
 
 Which broker? ``KAFKA_BOOTSTRAP_SERVERS`` when it is set (your own cluster, Docker,
 the test run's broker); otherwise the course's own broker at the host and port in
-``common/config.py`` (``LOCAL_KAFKA_PORT`` changes the port).
+``common/config.py`` (``LOCAL_KAFKA_PORT`` changes the port). A secured cluster's
+protocol, login and CA file come from the variables in ``common/kafka_security.py``;
+``spark_options`` and ``client_options`` carry them, so every Spark query and every
+Python client of the course uses them the same way.
 
 This module is a client only. Starting and stopping the course's broker, and "find or
 start a broker for this lesson" (``kafka_for_lesson``), live in ``common/kafka_broker.py``,
@@ -28,6 +32,7 @@ from typing import Iterable, Iterator
 
 from . import config
 from .errors import CourseError
+from .kafka_security import client_options, spark_options  # noqa: F401 (spark_options: lessons ask common.kafka)
 
 REACH_TIMEOUT_SECONDS = 5.0
 CLIENT_ID = "streaming-course"
@@ -53,8 +58,9 @@ def unreachable_advice(bootstrap: str, detail: str = "") -> str:
     if configured and bootstrap == configured:
         where = (
             f"KAFKA_BOOTSTRAP_SERVERS is set to '{configured}', but no broker there answered. Check "
-            "the address (host:port of a broker's PLAINTEXT listener) or unset the variable to use "
-            "the course's own broker."
+            "the address (host:port of a broker's listener) and, for a secured cluster, "
+            "KAFKA_SECURITY_PROTOCOL and the KAFKA_SASL_/KAFKA_SSL_ variables (README, 'Your own Kafka "
+            "cluster'), or unset the variable to use the course's own broker."
         )
     else:
         where = (
@@ -94,7 +100,7 @@ def admin_client(bootstrap: str, timeout: float = REACH_TIMEOUT_SECONDS):
         raise CourseError(unreachable_advice(bootstrap, "connection refused"))
     try:
         return KafkaAdminClient(
-            bootstrap_servers=bootstrap,
+            **client_options(bootstrap),
             client_id=CLIENT_ID,
             bootstrap_timeout_ms=int(timeout * 1000),
             request_timeout_ms=int(max(timeout, 5.0) * 1000),
@@ -241,7 +247,7 @@ def _consumer(bootstrap: str):
     admin_client(bootstrap).close()  # fail fast, with advice, when no broker is there
     try:
         return KafkaConsumer(
-            bootstrap_servers=bootstrap,
+            **client_options(bootstrap),
             client_id=CLIENT_ID,
             group_id=None,  # no consumer group: we assign partitions ourselves and commit nothing
             enable_auto_commit=False,

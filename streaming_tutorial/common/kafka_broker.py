@@ -53,6 +53,7 @@ from .config import SCALA_BINARY
 from .environment import java_executable, require_java
 from .errors import CourseError
 from .kafka import answers, check_reachable, configured_bootstrap
+from .kafka_security import security_for
 
 KAFKA_VERSION = "4.4.0"
 # A folder of your choice for the broker's jars, instead of the user cache folder (the course
@@ -615,7 +616,7 @@ def kafka_for_lesson(*, quiet: bool = False) -> Iterator[str]:
     configured = configured_bootstrap()
     if configured:
         check_reachable(configured)
-        show(f"Using the Kafka cluster in KAFKA_BOOTSTRAP_SERVERS: {configured}")
+        show(f"Using the Kafka cluster in KAFKA_BOOTSTRAP_SERVERS: {configured}{security_for(configured).describe()}")
         yield configured
         return
     broker = LocalBroker()

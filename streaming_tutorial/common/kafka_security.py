@@ -163,7 +163,8 @@ def read_security(environ: Mapping[str, str]) -> Security:
     mechanism = value[MECHANISM_ENV] and value[MECHANISM_ENV].upper()
     username, password, ca_location = value[USERNAME_ENV], environ.get(PASSWORD_ENV) or None, value[CA_LOCATION_ENV]
     if protocol is not None and protocol not in PROTOCOLS:
-        refuse(f"{PROTOCOL_ENV}={value[PROTOCOL_ENV]} is not a Kafka security protocol: use one of {', '.join(PROTOCOLS)}.")
+        refuse(f"{PROTOCOL_ENV}={value[PROTOCOL_ENV]} is not a Kafka security protocol: "
+               f"use one of {', '.join(PROTOCOLS)}.")
     sasl = bool(protocol and protocol.startswith("SASL_"))
     login = [name for name in (MECHANISM_ENV, USERNAME_ENV, PASSWORD_ENV) if value[name]]
     if login and not sasl:

@@ -25,7 +25,7 @@ import time
 from typing import Callable, Mapping, Sequence
 
 from .errors import CourseError
-from .kafka import consume_all, end_offsets, ensure_topics, recreate_topics
+from .kafka import client_options, consume_all, end_offsets, ensure_topics, recreate_topics
 from .runner import wait_until
 
 SENT_FIELD = "sent_ms"  # when a message was sent, in epoch milliseconds; results must carry it
@@ -54,7 +54,7 @@ def send_timed(bootstrap: str, topic: str, records: Sequence[dict], *, rate: flo
     """
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=0, acks=1)
+    producer = KafkaProducer(**client_options(bootstrap), linger_ms=0, acks=1)
     sent, started = [], time.monotonic()
     try:
         for number, record in enumerate(records, start=1):

@@ -27,7 +27,7 @@ from pyspark.sql.types import (BooleanType, ByteType, DateType, DecimalType, Dou
                                IntegerType, IntegralType, LongType, ShortType, StringType, StructField, StructType,
                                TimestampNTZType, TimestampType)
 
-from . import paths
+from . import kafka, paths
 from .schemas import PRODUCT_SCHEMA
 
 CORRUPT_COLUMN = "_corrupt_record"  # from_json puts the text of a record that does not fit here
@@ -64,7 +64,7 @@ def read_kafka(spark, bootstrap: str, topic: str, *, starting_offsets: str = "ea
     """A topic as a stream: key, value (bytes), topic, partition, offset, timestamp."""
     reader = (
         spark.readStream.format("kafka")  # get_spark(kafka=True) put the connector on the classpath
-        .option("kafka.bootstrap.servers", bootstrap)
+        .options(**kafka.spark_options(bootstrap))  # the address, and a secured cluster's login
         .option("subscribe", topic)
         # The default is "latest": a new query would skip everything already in the topic.
         .option("startingOffsets", starting_offsets)
