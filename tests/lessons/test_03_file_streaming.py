@@ -132,8 +132,9 @@ def test_a_stream_without_a_schema_is_refused(spark, transaction_files):
 
 
 @pytest.mark.smoke
-def test_lesson_03_runs_by_itself_starting_its_simulator(course_home):
-    result = run_script("streaming_tutorial/03_file_streaming.py", home=course_home)
+def test_lesson_03_runs_by_itself_starting_its_simulator_on_the_storage_it_is_given(course_home, tmp_path):
+    store = tmp_path / "store"  # --storage: data, checkpoints and output go there, none under the course home
+    result = run_script("streaming_tutorial/03_file_streaming.py", "--storage", f"file://{store}", home=course_home)
 
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
@@ -143,8 +144,15 @@ def test_lesson_03_runs_by_itself_starting_its_simulator(course_home):
     assert "Read in this run: 3 file(s): transactions-0001.json, transactions-0002.json, transactions-0003.json" in out
     assert "Old files read again: 0" in out
     assert "Rows parsed: 24; lines quarantined: 6 (with their reason" in out
-    folders = sorted((course_home / "output" / "03_file_streaming" / "quarantine").glob("batch_id=*"))
+    assert f"Checkpoints: none yet in {store}/checkpoints/03_file_streaming," in out
+    folders = sorted((store / "output" / "03_file_streaming" / "quarantine").glob("batch_id=*"))
     assert [folder.name for folder in folders] == ["batch_id=0", "batch_id=1", "batch_id=2"]
     assert {json.loads(line)["reason"] for folder in folders for path in folder.glob("*.json")
             for line in path.read_text().splitlines()} == {"not a JSON object"}
     assert "StackOverflowError" not in result.stderr
+    # The simulator the lesson started wrote there too (the storage reaches child processes).
+    assert sorted(path.name for path in (store / "data" / "input_stream").glob("*.json")) == [
+        "transactions-0001.json", "transactions-0002.json", "transactions-0003.json"]
+    assert checkpoints.source_files(store / "checkpoints" / "03_file_streaming" / "transactions") == {
+        "transactions-0001.json", "transactions-0002.json", "transactions-0003.json"}
+    assert sorted(path.name for path in course_home.iterdir()) == [".runtime"]  # the simulator's PID file and log
