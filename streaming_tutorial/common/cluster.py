@@ -186,11 +186,14 @@ def start(cluster: Cluster = Cluster(), *, say=print, timeout: float = START_TIM
         return running
     busy = _ports_in_use(cluster)
     if busy:
+        from .simulators import free_port
+
         raise CourseError(
             f"Port(s) {', '.join(map(str, busy))} on {HOST} are in use by another program, so the course's "
-            f"Spark cluster cannot listen there. Find it with 'lsof -i :{busy[0]}', or choose other ports: "
-            f"python course.py cluster start --port {cluster.port + 10000} --webui-port "
-            f"{cluster.webui_port + 10000} --worker-webui-port {cluster.worker_webui_port + 10000}.")
+            f"Spark cluster cannot listen there. Find it with 'lsof -i :{busy[0]}', or choose ports that "
+            f"are free now: python course.py cluster start --port {free_port(HOST)} --webui-port "
+            f"{free_port(HOST)} --worker-webui-port {free_port(HOST)}, and run the lessons with --master "
+            f"spark://{HOST}:<that port>.")
     require_java()
     home().mkdir(parents=True, exist_ok=True)
     _settings_file().write_text(json.dumps(asdict(cluster)), encoding="utf-8")

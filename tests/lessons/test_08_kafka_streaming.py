@@ -18,7 +18,7 @@ from common import config
 from common.kafka import consume_all, end_offsets, ensure_topics
 from common.sources import read_kafka
 from common.timestamps import iso
-from conftest import load_lesson, run_script
+from conftest import load_lesson
 from data_generators import kafka_producer
 
 BASE = datetime(2025, 1, 15, 10, 30, tzinfo=timezone.utc)
@@ -208,22 +208,4 @@ def test_enrich_adds_revenue_for_purchases_only_and_the_event_date(spark):
 # --- lesson 08 as a learner runs it -----------------------------------------------------------------
 
 
-@pytest.mark.kafka
-@pytest.mark.smoke
-def test_lesson_08_reads_what_the_topic_holds_and_writes_both_outputs(kafka_bootstrap, course_home):
-    ensure_topics(kafka_bootstrap, [config.TOPIC_EVENTS], partitions=lesson.PARTITIONS)
-    assert sum(end_offsets(kafka_bootstrap, config.TOPIC_EVENTS).values()) == 0, "the test run's broker is fresh"
-    kafka_producer.send_messages(kafka_bootstrap, kafka_producer.build_messages(
-        "ecommerce", 60, base_time=BASE, malformed_every=20))  # messages 20, 40 and 60 are cut in half
-
-    result = run_script("streaming_tutorial/08_kafka_streaming.py", "--available-now", "--no-simulator",
-                        home=course_home, timeout=300)
-
-    assert result.returncode == 0, result.stderr[-3000:]
-    out = result.stdout
-    assert f"Using the Kafka cluster in KAFKA_BOOTSTRAP_SERVERS: {kafka_bootstrap}" in out
-    assert "  startingOffsets=latest   -> rows read: 0\n  startingOffsets=earliest -> rows read: 60\n" in out
-    assert "|event_id  |user_id  |event_type|revenue|partition|offset|" in out
-    assert "The pipeline read 60 messages in 1 micro-batch of at most 100" in out
-    assert f"'{config.TOPIC_ENRICHED}': 57 records, 57 distinct event_id\n" in out
-    assert f"'{config.TOPIC_QUARANTINE}': 3 records" in out and out.count("|not a JSON object|") == 3
+# Lesson 08 as a learner runs it (through spark-submit, on a Spark standalone cluster): tests/test_cluster.py.

@@ -8,7 +8,6 @@ watermark its GroupState sees.
 
 from __future__ import annotations
 
-import re
 from datetime import timedelta
 
 import pytest
@@ -18,7 +17,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 from common.microbatch import collect_batches, stream_batches, write_batches
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 from common.sources import parse_json, quarantined, valid_records
-from conftest import at, load_lesson, prose, run_script, shop_event
+from conftest import at, load_lesson, shop_event
 
 lesson = load_lesson("12_stateful_processing")
 LINES = StructType([StructField("value", StringType())])
@@ -124,16 +123,4 @@ def test_malformed_lines_go_to_the_quarantine_not_into_a_user(spark, tmp_path):
     ]
 
 
-@pytest.mark.smoke
-def test_lesson_runs_alone_starting_its_simulator(course_home):
-    result = run_script("streaming_tutorial/12_stateful_processing.py", home=course_home)
-
-    assert result.returncode == 0, result.stderr[-3000:]
-    out = result.stdout
-    assert "grouped.mapGroupsWithState exists in PySpark: False" in out
-    assert "Started the ecommerce simulator for this run" in out
-    assert "|user_id  |status|events|purchases|total_spent|last_seen" in out
-    # The simulator writes the same events as the sample data, from 10:30:00 on.
-    assert re.search(r"\|USER-\d+\|active\|\d+\s*\|\d+\s*\|[\d.]+\s*\|2025-01-15 10:3\d:\d\d\|", out), out[-3000:]
-    assert re.search(r"the state store keeps \d+ open users; \d+ were closed", prose(out)), out[-3000:]
-    assert re.search(r"Lines quarantined with their reason in \S+/output/12_stateful_processing/quarantine: none", out)
+# The smoke run of this lesson, as a learner runs it, is on a Spark standalone cluster: tests/test_cluster.py.
