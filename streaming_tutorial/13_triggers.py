@@ -225,7 +225,7 @@ def main(argv: list[str] | None = None) -> None:
                 say(instead)
 
             banner(f"4. Latency, Kafka -> Spark -> Kafka: real-time mode against trigger 0 ({args.duration:.0f} s)")
-            if too_few_cores := latency.cores_missing(spark.sparkContext.master, PARTITIONS):
+            if too_few_cores := latency.cores_missing(spark.sparkContext, PARTITIONS):
                 return say(too_few_cores)
             queries = start_latency_queries(spark, bootstrap, kinds, checkpoints / "latency")
             records = [{"id": n, "word": WORD_KINDS[n % 5][0]} for n in range(int(args.duration * RATE))]

@@ -69,7 +69,8 @@ def test_a_stateful_lesson_runs_on_the_cluster_with_the_same_results(cluster, co
     out = " ".join(result.stdout.split())
     assert "grouped.mapGroupsWithState exists in PySpark: False" in out
     # The five sample files, one per micro-batch, then the batch the watermark adds: what a local run prints.
-    assert "After 6 micro-batches the state store keeps 14 open users; 13 were closed by the timeout" in out, out[-2000:]
+    assert "After 6 micro-batches the state store keeps 14 open users; 13 were closed by the timeout" in out, \
+        out[-2000:]
     assert "|USER-2011|closed|6 |1 |749.97 |2025-01-15 10:32:23|" in out
     assert re.search(r"Lines quarantined with their reason in \S+/output/12_stateful_processing/quarantine: none", out)
     # It ran on the cluster's executor, and its shuffle partitions follow the cluster's 2 cores.
@@ -89,7 +90,8 @@ def test_a_kafka_lesson_runs_through_spark_submit_on_the_cluster(cluster, kafka_
     assert sum(end_offsets(kafka_bootstrap, config.TOPIC_EVENTS).values()) == 0, "the test run's broker is fresh"
     kafka_producer.send_messages(kafka_bootstrap, kafka_producer.build_messages(
         "ecommerce", 60, base_time=config.BASE_EVENT_TIME, malformed_every=20))  # messages 20, 40 and 60 are cut in half
-    submit = [str(Path(sys.executable).with_name("spark-submit")), "--master", cluster["url"],
+    spark_submit = str(Path(sys.executable).with_name("spark-submit"))  # the venv's, from the pyspark package
+    submit = [spark_submit, "--master", cluster["url"],
               "--packages", PACKAGES, str(ROOT / "streaming_tutorial/08_kafka_streaming.py"),
               "--available-now", "--no-simulator"]
 
@@ -111,7 +113,8 @@ def test_a_kafka_lesson_runs_through_spark_submit_on_the_cluster(cluster, kafka_
 
 
 def test_stop_leaves_no_process_behind(cluster):
-    pids = {role: int((cluster["home"] / ".runtime/spark" / f"{role}.pid").read_text()) for role in ("master", "worker")}
+    runtime = cluster["home"] / ".runtime" / "spark"
+    pids = {role: int((runtime / f"{role}.pid").read_text()) for role in ("master", "worker")}
     assert all(group_members(pid) for pid in pids.values())
 
     stopped = cluster_cli("stop", home=cluster["home"])

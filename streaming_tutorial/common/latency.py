@@ -158,23 +158,26 @@ def summary_rows(latencies: Mapping[str, Sequence[float]]) -> list[tuple]:
             for label, values in latencies.items()]
 
 
-def cores_missing(master: str, real_time_partitions: int) -> str | None:
-    """Why real-time mode cannot run beside a micro-batch query on ``master``, or None if it can.
+def cores_missing(context, real_time_partitions: int) -> str | None:
+    """Why real-time mode cannot run beside a micro-batch query on this SparkContext, or None if it can.
 
     Real-time mode holds a core per Kafka partition for its whole batch, and the micro-batch
     query measured beside it needs one more. With fewer, Spark does not fail: a partition is
-    simply not read, and a measurement would wait for results that never come. Only a local
-    master says its cores in its name (``local``, ``local[N]``, ``local[N,F]``, ``local[*]``).
+    simply not read, and a measurement would wait for results that never come. A local
+    master says its cores in its name (``local``, ``local[N]``, ``local[N,F]``, ``local[*]``); on a
+    cluster, the executors' cores are the context's defaultParallelism.
     """
+    master, needed = context.master, real_time_partitions + 1
     found = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", master.strip())
     if found is None:
-        return None  # a cluster: its executors' cores are not known here
-    cores = (os.cpu_count() or 1) if found[1] == "*" else int(found[1] or 1)
-    needed = real_time_partitions + 1
+        cores, instead = context.defaultParallelism, f"on a cluster whose executors have {needed} cores or more"
+    else:
+        cores = (os.cpu_count() or 1) if found[1] == "*" else int(found[1] or 1)
+        instead = (f"with --master 'local[{needed}]' or more (the default, local[*], takes every core), on a "
+                   f"machine with at least {needed} cores")
     if cores >= needed:
         return None
     return (f"Skipped: real-time mode holds a core per Kafka partition for its whole batch, and the "
             f"micro-batch query measured beside it needs one more: {needed} cores for this "
             f"{real_time_partitions}-partition topic. This session has {cores} ({master}). Run the lesson "
-            f"with --master 'local[{needed}]' or more (the default, local[*], takes every core), on a machine "
-            f"with at least {needed} cores.")
+            f"{instead}.")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from common import latency
@@ -58,22 +60,30 @@ def test_fresh_stamped_topics_start_empty(kafka_bootstrap, topic):
     assert latency.record_count(kafka_bootstrap, stamped) == 0
 
 
+def context(master: str, default_parallelism: int = 2) -> SimpleNamespace:
+    """What cores_missing reads of a SparkContext."""
+    return SimpleNamespace(master=master, defaultParallelism=default_parallelism)
+
+
 @pytest.mark.parametrize(("master", "cores"), [("local", 1), ("local[1]", 1), ("local[1,3]", 1)])
 def test_real_time_beside_micro_batches_on_too_few_local_cores_is_explained(master, cores):
     from common.latency import cores_missing
 
-    advice = cores_missing(master, 1)
+    advice = cores_missing(context(master, default_parallelism=8), 1)  # a local master's name counts
 
     assert advice is not None and f"This session has {cores} ({master})" in advice
     assert "2 cores for this 1-partition topic" in advice and "--master 'local[2]'" in advice
 
 
-def test_enough_cores_or_a_cluster_master_is_not_questioned(monkeypatch):
+def test_enough_cores_is_not_questioned_and_a_cluster_counts_its_executors_cores(monkeypatch):
     from common.latency import cores_missing
 
     monkeypatch.setattr("os.cpu_count", lambda: 2)
-    assert [cores_missing(master, 1) for master in ("local[2]", "local[*]", "spark://127.0.0.1:7077", "yarn")] == [
-        None, None, None, None]
-    assert cores_missing("local[2]", 2) is not None  # two real-time partitions and the micro-batches: 3
+    masters = ("local[2]", "local[*]", "spark://127.0.0.1:7077", "yarn")
+    assert [cores_missing(context(master), 1) for master in masters] == [None, None, None, None]
+    assert cores_missing(context("local[2]"), 2) is not None  # two real-time partitions and the micro-batches: 3
     monkeypatch.setattr("os.cpu_count", lambda: 1)
-    assert "This session has 1 (local[*])" in cores_missing("local[*]", 1)
+    assert "This session has 1 (local[*])" in cores_missing(context("local[*]"), 1)
+    # A 2-core worker cannot hold 3 real-time partitions and the micro-batch query.
+    advice = cores_missing(context("spark://127.0.0.1:7077", default_parallelism=2), 3)
+    assert "This session has 2 (spark://127.0.0.1:7077)" in advice and "executors have 4 cores or more" in advice
