@@ -190,14 +190,16 @@ def get_spark(
         # Adaptive execution does not apply to streaming plans; off, so Spark does not
         # warn about it on every query.
         .config("spark.sql.adaptive.enabled", "false")
+    )
+    if paths.REMOTE_ROOT is None:
         # Checkpoint files (offset and commit logs, state store files) through Hadoop's
         # FileSystem API instead of its FileContext API (Spark's default). On a local disk the
         # rename that makes each file appear whole is atomic either way, and each micro-batch
         # writes several such files: measured with python -m benchmarks on 2 cores, a
         # stateless batch 112 -> 53 ms, a stateful one 279 -> 110 ms (docs/PERFORMANCE.md).
-        # On HDFS, drop this line: there Spark's default is the one built for it.
-        .config(CHECKPOINT_MANAGER_CONF, FILE_SYSTEM_CHECKPOINTS)
-    )
+        # Only for local (and file:) storage: on HDFS or an object store (--storage) Spark's
+        # default is the one built for them.
+        builder = builder.config(CHECKPOINT_MANAGER_CONF, FILE_SYSTEM_CHECKPOINTS)
     if local:
         # 200 shuffle partitions (the default) means 200 tiny state stores per
         # stateful micro-batch: ~10 s instead of ~0.4 s on a 2-core laptop. One per core.
