@@ -64,7 +64,7 @@ from pathlib import Path
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, functions as F
 
-from common import cli, files, listeners, metrics, narration, paths, progress
+from common import cli, files, listeners, metrics, narration, paths, progress, storage
 from common.kafka import ensure_topics, explain_failures, recreate_topics
 from common.kafka_broker import kafka_for_lesson
 from common.runner import banner, checkpoint_root, lesson_session, pick_trigger, run_lesson, run_queries, say
@@ -131,6 +131,7 @@ def write_broken_input(folder: Path) -> Path:
     """A file with one good reading and one line cut in half, as a crashed writer leaves it."""
     good = ('{"reading_id":1,"sensor_id":"sensor-0","temperature":21.5,"humidity":40.0,'
             '"event_time":"2025-01-15T10:30:00.000Z"}')
+    storage.require_local_input("The broken-input demo", folder)  # Spark must read what Python writes here
     files.write_atomically(folder, "readings.json", f"{good}\n{good[:30]}\n")
     return folder
 

@@ -124,14 +124,16 @@ def uri(path: Path) -> str:
     folder under the remote root; otherwise (and for a path outside it) an explicit file: URI.
 
     Never a bare path: on YARN, EMR or Dataproc Spark resolves a bare path against
-    fs.defaultFS, i.e. HDFS, not the driver's disk. Not Path.as_uri() either: Hadoop does not
-    decode %-escapes, so a folder "a b" would become "a%20b".
+    fs.defaultFS, i.e. HDFS, not the driver's disk. Spelled file:/x, as Hadoop qualifies a
+    local path (file:///x means the same, but Delta compares a table's locations as text and
+    refuses file:///x for the file:/x it recorded). Not Path.as_uri(): Hadoop does not decode
+    %-escapes, so a folder "a b" would become "a%20b".
     """
     path = Path(path).resolve()
     if REMOTE_ROOT is not None and _generated(path):
         below = path.relative_to(STORAGE_ROOT).as_posix()
         return REMOTE_ROOT if below == "." else f"{REMOTE_ROOT}/{below}"
-    return f"file://{path}"
+    return f"file:{path}"
 
 
 def _generated(path: Path) -> bool:

@@ -236,4 +236,5 @@ def quarantine_summary(spark, folder: Path) -> str:
 
 def read_products(spark, csv: Path = paths.PRODUCTS_CSV) -> DataFrame:
     """The product catalogue, read in batch (a static DataFrame)."""
+    storage.require_local_input("The catalogue", csv.parent)  # a copy Python wrote (lesson 09) is local
     return spark.read.schema(PRODUCT_SCHEMA).option("header", True).csv(paths.uri(csv))

@@ -47,17 +47,18 @@ def test_the_default_is_the_course_home_as_explicit_file_uris(monkeypatch, tmp_p
 
     assert (local.STORAGE_ROOT, local.REMOTE_ROOT, local.CHECKPOINT_DIR) == (home, None, home / "checkpoints")
     assert local.uri(local.checkpoint_for("03_file_streaming", "transactions")) == \
-        f"file://{home}/checkpoints/03_file_streaming/transactions"
-    assert local.uri(local.TRANSACTIONS_DIR) == f"file://{home}/data/input_stream"
-    assert local.uri(local.output_for("11_delta_lake", "events")) == f"file://{home}/output/11_delta_lake/events"
+        f"file:{home}/checkpoints/03_file_streaming/transactions"
+    assert local.uri(local.TRANSACTIONS_DIR) == f"file:{home}/data/input_stream"
+    assert local.uri(local.output_for("11_delta_lake", "events")) == f"file:{home}/output/11_delta_lake/events"
     assert not local.is_remote(local.OUTPUT_DIR)
 
 
-@pytest.mark.parametrize("how", ["flag", "flag=", "env", "file uri"])
+@pytest.mark.parametrize("how", ["flag", "flag=", "env", "file uri", "file uri, one slash"])
 def test_a_local_folder_or_file_uri_moves_the_generated_folders(monkeypatch, tmp_path, how):
     home, store = tmp_path / "home", tmp_path / "shared" / "store"
     argv, env = {"flag": (["--storage", str(store)], None), "flag=": ([f"--storage={store}"], None),
-                 "env": ([], str(store)), "file uri": (["--storage", f"file://{store}/"], None)}[how]
+                 "env": ([], str(store)), "file uri": (["--storage", f"file://{store}/"], None),
+                 "file uri, one slash": ([], f"file:{store}")}[how]
     local = fresh_paths(monkeypatch, home, argv=argv, env=env)
 
     assert (local.STORAGE_ROOT, local.REMOTE_ROOT) == (store, None)
@@ -65,7 +66,7 @@ def test_a_local_folder_or_file_uri_moves_the_generated_folders(monkeypatch, tmp
                                                                       store / "output")
     assert local.ECOMMERCE_DIR == store / "data" / "ecommerce_events"
     assert local.RUNTIME_DIR == home / ".runtime"  # PID files and the broker stay on this machine
-    assert local.uri(local.checkpoint_for("06_windowing", "live")) == f"file://{store}/checkpoints/06_windowing/live"
+    assert local.uri(local.checkpoint_for("06_windowing", "live")) == f"file:{store}/checkpoints/06_windowing/live"
     local.remove_tree(local.output_for("06_windowing"))  # inside the storage folder: allowed
 
 
@@ -87,9 +88,9 @@ def test_a_hadoop_uri_maps_the_generated_folders_onto_the_remote_root(monkeypatc
         f"{HDFS}/output/04_multiple_sinks/parquet/data"
     assert remote.is_remote(remote.CHECKPOINT_DIR)
     # Outside data/, checkpoints/ and output/: local files, as explicit file: URIs.
-    assert remote.uri(tmp_path / "elsewhere" / "cp") == f"file://{tmp_path}/elsewhere/cp"
-    assert remote.uri(remote.RUNTIME_DIR) == f"file://{home}/.runtime"
-    assert remote.uri(remote.PRODUCTS_CSV) == f"file://{remote.PRODUCTS_CSV}"  # shipped with the course
+    assert remote.uri(tmp_path / "elsewhere" / "cp") == f"file:{tmp_path}/elsewhere/cp"
+    assert remote.uri(remote.RUNTIME_DIR) == f"file:{home}/.runtime"
+    assert remote.uri(remote.PRODUCTS_CSV) == f"file:{remote.PRODUCTS_CSV}"  # shipped with the course
 
 
 @pytest.mark.parametrize("root", ["s3a://bucket/course", "abfss://c@account.dfs.core.windows.net/course",
@@ -100,7 +101,7 @@ def test_every_hadoop_scheme_is_a_remote_root(tmp_path, root):
 
 def test_a_folder_with_a_space_is_not_percent_encoded(tmp_path):
     # Hadoop does not decode %-escapes: "a%20b" would be a folder of that name.
-    assert paths.uri(tmp_path / "a b" / "cp") == f"file://{tmp_path}/a b/cp"
+    assert paths.uri(tmp_path / "a b" / "cp") == f"file:{tmp_path}/a b/cp"
 
 
 def test_lessons_and_file_simulators_accept_the_flag():
@@ -211,3 +212,11 @@ def test_reset_that_cannot_reach_the_store_names_the_command(on_hdfs):
         f"--reset could not delete {HDFS}/checkpoints/03_file_streaming through Spark (No FileSystem for scheme "
         f"\"hdfs\"). Delete it yourself, e.g. 'hdfs dfs -rm -r -f {HDFS}/checkpoints/03_file_streaming' (or your "
         "object store's own tool), then run the lesson again without --reset.")
+
+
+def test_a_catalogue_copy_that_python_wrote_is_refused_but_the_shipped_one_is_read(on_hdfs):
+    from common import sources
+
+    with pytest.raises(CourseError, match=f"Spark reads {HDFS}/output/09_stream_joins,"):
+        sources.read_products(None, paths.output_for("09_stream_joins") / "catalogue.csv")
+    assert not paths.is_remote(paths.PRODUCTS_CSV)
