@@ -27,7 +27,7 @@ from pyspark.sql.types import (BooleanType, ByteType, DateType, DecimalType, Dou
                                IntegerType, IntegralType, LongType, ShortType, StringType, StructField, StructType,
                                TimestampNTZType, TimestampType)
 
-from . import kafka, paths
+from . import kafka, paths, storage
 from .schemas import PRODUCT_SCHEMA
 
 CORRUPT_COLUMN = "_corrupt_record"  # from_json puts the text of a record that does not fit here
