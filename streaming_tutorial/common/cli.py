@@ -3,7 +3,7 @@
 Lessons::
 
     --duration SECONDS   stop after this long (every lesson ends by itself)
-    --master URL         Spark master (default local[*]; a cluster URL works too)
+    --master URL         Spark master (default local[*], or spark-submit's; a cluster URL works too)
     --checkpoint-dir DIR where this lesson keeps its checkpoints
     --reset              delete this lesson's checkpoints and output first
     --storage URI        where data/, checkpoints/, output/ live (a folder, file:, hdfs:, s3a: ...)
@@ -90,7 +90,8 @@ def lesson_parser(
         metavar="SECONDS",
         help="stop the lesson's queries after this many seconds (default: %(default)s)",
     )
-    parser.add_argument("--master", default="local[*]", help="Spark master URL (default: %(default)s)")
+    parser.add_argument("--master", default=None,
+                        help="Spark master URL, e.g. spark://127.0.0.1:7077 (default: local[*], or spark-submit's)")
     parser.add_argument(
         "--checkpoint-dir",
         type=Path,
