@@ -15,6 +15,9 @@ side in a Python process of its own (one SparkContext per process):
   course sets them on each side (the local cores; the cluster's executor cores);
 - ``batch_groupby_s``: one batch job, 20 million rows grouped into 100 keys (CPU-bound).
 
+A third side runs on the cluster with Spark's default 200 shuffle partitions: what the
+course's "partitions = the executors' cores" saves there.
+
 The cluster uses the same machine's 2 cores, so it cannot be faster: the figures show what a
 cluster's extra hops (driver <-> executor RPC, task serialisation, a second JVM) cost per
 micro-batch, which is what you pay for being able to add workers.
@@ -36,17 +39,19 @@ from benchmarks.harness import Stats, load_average, machine
 
 ROOT = Path(__file__).resolve().parents[1]
 GROUPBY_ROWS = 20_000_000
+SPARK_DEFAULT_PARTITIONS = 200  # what a cluster session gets when nobody sets spark.sql.shuffle.partitions
 
 
-def child(master: str, samples: int, workdir: Path) -> dict:
-    """One side's figures, measured in this process."""
+def child(master: str, samples: int, workdir: Path, partitions: int | None = None) -> dict:
+    """One side's figures, measured in this process; ``partitions`` set explicitly, else the course's choice."""
     from pyspark.sql import functions as F
 
     from benchmarks import stateful
     from common.session import get_spark
 
     started = time.monotonic()
-    spark = get_spark("benchmark-cluster", master=master, ui=False)
+    chosen = {"spark.sql.shuffle.partitions": str(partitions)} if partitions else {}
+    spark = get_spark("benchmark-cluster", master=master, ui=False, extra_conf=chosen)
     spark.range(1).count()  # a first task: an executor is there and has run something
     session_start = time.monotonic() - started
     try:
@@ -65,9 +70,10 @@ def child(master: str, samples: int, workdir: Path) -> dict:
         spark.stop()
 
 
-def run_side(master: str, samples: int, home: Path) -> dict:
+def run_side(master: str, samples: int, home: Path, partitions: int | None = None) -> dict:
+    name = f"{master.replace('/', '_').replace(':', '_')}-{partitions or 'course'}"
     result = subprocess.run([sys.executable, "-m", "benchmarks.cluster", "--child", master, "--samples", str(samples),
-                             "--workdir", str(home / "work" / master.replace("/", "_").replace(":", "_"))],
+                             "--workdir", str(home / "work" / name), "--partitions", str(partitions or 0)],
                             cwd=ROOT, capture_output=True, text=True, timeout=900,
                             env={**os.environ, "STREAMING_COURSE_HOME": str(home)})
     if result.returncode != 0:
@@ -90,9 +96,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=ROOT / "output" / "benchmarks" / "cluster.json")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--workdir", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--partitions", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        print(json.dumps(child(args.child, args.samples, args.workdir)))
+        print(json.dumps(child(args.child, args.samples, args.workdir, args.partitions or None)))
         return 0
 
     from common.simulators import free_port
@@ -107,19 +114,22 @@ def main(argv: list[str] | None = None) -> int:
                     "--worker-webui-port", str(free_port()), "--cores", "2", "--memory", "2g", home=home)
         try:
             sides.append(run_side(f"spark://127.0.0.1:{port}", args.samples, home))
+            sides.append(run_side(f"spark://127.0.0.1:{port}", args.samples, home, SPARK_DEFAULT_PARTITIONS))
         finally:
             cluster_cli("stop", home=home)
-    local, remote = sides
+    local, remote, untuned = sides
     report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine(),
               "load_before": load_before, "load_after": load_average(), "samples": args.samples,
-              "local": local, "cluster": remote,
-              "stateful_cluster_over_local": round(remote["stateful_batch_p50_ms"] / local["stateful_batch_p50_ms"], 2)}
+              "local": local, "cluster": remote, "cluster_spark_default_partitions": untuned,
+              "stateful_cluster_over_local": round(remote["stateful_batch_p50_ms"] / local["stateful_batch_p50_ms"], 2),
+              "stateful_cluster_default_over_course": round(
+                  untuned["stateful_batch_p50_ms"] / remote["stateful_batch_p50_ms"], 1)}
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    print(f"{'figure':<26}{'local[2]':>12}{'1 worker x 2 cores':>22}")
+    print(f"{'figure':<26}{'local[2]':>12}{'1 worker x 2 cores':>22}{'same, 200 partitions':>24}")
     for key in ("session_start_s", "shuffle_partitions", "stateful_batch_p50_ms", "stateful_batch_p95_ms",
                 "batch_groupby_s"):
-        print(f"{key:<26}{local[key]:>12}{remote[key]:>22}")
+        print(f"{key:<26}{local[key]:>12}{remote[key]:>22}{untuned[key]:>24}")
     print(f"(load {load_before} -> {report['load_after']}; written to {args.output})")
     return 0
 
