@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
+from . import paths
 from .alerts import describe_alert, latest_per_key, read_alerts, read_batch_files, sent_to_kafka
 from .timestamps import parse_iso
 

@@ -57,7 +57,7 @@ def test_the_lessons_session_serves_spark_connect_with_the_pipelines_catalog(tmp
         "127.0.0.1", str(pipeline.port))
     assert conf["spark.connect.authenticate.token"] == pipeline.token != pipeline_in(tmp_path).token
     assert conf["spark.sql.catalogImplementation"] == "hive"  # a second run fails LOCATION_ALREADY_EXISTS without it
-    assert conf["spark.sql.warehouse.dir"] == str(pipeline.warehouse.resolve())
+    assert conf["spark.sql.warehouse.dir"] == f"file:{pipeline.warehouse.resolve()}"  # never a bare path
     assert f"databaseName={(pipeline.home / 'metastore_db').resolve()};" in conf["spark.hadoop.javax.jdo.option.ConnectionURL"]
     assert conf["spark.sql.pipelines.execution.maxConcurrentFlows"] == "1"
 
