@@ -91,8 +91,10 @@ def test_a_kafka_lesson_runs_through_spark_submit_on_the_cluster(cluster, kafka_
     kafka_producer.send_messages(kafka_bootstrap, kafka_producer.build_messages(
         "ecommerce", 60, base_time=config.BASE_EVENT_TIME, malformed_every=20))  # messages 20, 40 and 60 are cut in half
     spark_submit = str(Path(sys.executable).with_name("spark-submit"))  # the venv's, from the pyspark package
-    submit = [spark_submit, "--master", cluster["url"],
-              "--packages", PACKAGES, str(ROOT / "streaming_tutorial/08_kafka_streaming.py"),
+    submit = [spark_submit, "--master", cluster["url"], "--packages", PACKAGES,
+              # The driver's JVM runs before the lesson's Python: the course's JVM options go here (README).
+              "--driver-java-options", " ".join(session.DRIVER_JAVA_OPTIONS),
+              str(ROOT / "streaming_tutorial/08_kafka_streaming.py"),
               "--available-now", "--no-simulator"]
 
     result = subprocess.run(submit, cwd=ROOT, capture_output=True, text=True, timeout=300, env={

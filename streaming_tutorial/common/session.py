@@ -219,8 +219,11 @@ def get_spark(
     else:
         pending_archive = None
     if not local:
-        # Executors are JVMs of their own on the workers: the same quiet logging and JIT/GC choices.
-        builder = builder.config("spark.executor.extraJavaOptions", " ".join(DRIVER_JAVA_OPTIONS))
+        # Executors are JVMs of their own on the workers: the same JIT/GC choices, and the same
+        # quiet logging where they can read its file (a worker on this machine).
+        executor_options = [option for option in DRIVER_JAVA_OPTIONS
+                            if on_this_machine(master) or not option.startswith("-Dlog4j2.")]
+        builder = builder.config("spark.executor.extraJavaOptions", " ".join(executor_options))
     packages = []
     if delta:
         packages.append(delta_package())
