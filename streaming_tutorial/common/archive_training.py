@@ -26,7 +26,7 @@ from pyspark.sql.streaming import StatefulProcessor
 from pyspark.sql.streaming.state import GroupStateTimeout
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
-from . import database, sources
+from . import database, paths, sources
 from .files import json_lines, write_atomically
 from .session import get_spark
 

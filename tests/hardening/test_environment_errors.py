@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from common import config, environment, simulators
-from common.errors import CHECKPOINT_MISMATCH, CourseError, explain, folder_failure
+from common.errors import CHECKPOINT_MISMATCH, explain, folder_failure
 from conftest import ROOT, free_port, prose, run_script, silent_listener
 
 HOST = "127.0.0.1"

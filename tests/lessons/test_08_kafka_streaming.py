@@ -14,7 +14,6 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType, TimestampType
 
-from common import config
 from common.kafka import consume_all, end_offsets, ensure_topics
 from common.sources import read_kafka
 from common.timestamps import iso
