@@ -82,9 +82,9 @@ def run_side(master: str, samples: int, home: Path, partitions: int | None = Non
 
 
 def cluster_cli(*args: str, home: Path) -> str:
-    result = subprocess.run([sys.executable, "-m", "common.cluster", *args], cwd=ROOT / "streaming_tutorial",
-                            capture_output=True, text=True, timeout=300,
-                            env={**os.environ, "STREAMING_COURSE_HOME": str(home)})
+    from common import cluster
+
+    result = cluster.run_cli(*args, home=home)
     if result.returncode != 0:
         raise SystemExit(result.stdout + result.stderr)
     return result.stdout

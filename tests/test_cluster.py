@@ -8,18 +8,16 @@ runs of lessons 08 and 12 (a local run of each would repeat what they check).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
 import sys
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, free_port, load_lesson, run_script
-from common import config, session
+from conftest import ROOT, free_port, load_lesson, run_script, silent_listener
+from common import cluster as standalone, config, session
 from common.kafka import end_offsets, ensure_topics
 from common.processes import group_members
 
@@ -28,15 +26,14 @@ pytestmark = pytest.mark.xdist_group("jvm")  # the Kafka run needs the test brok
 PACKAGES = session.kafka_package()
 
 
-def cluster_cli(*args: str, home: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "common.cluster", *args], cwd=ROOT / "streaming_tutorial",
-                          env={**os.environ, "STREAMING_COURSE_HOME": str(home)},
-                          capture_output=True, text=True, timeout=180)
+cluster_cli = standalone.run_cli
 
 
 def master_json(ui: str) -> dict:
-    with urllib.request.urlopen(f"{ui}/json/", timeout=10) as answer:
-        return json.load(answer)
+    """The master's own view (common.cluster.master_state), which must answer."""
+    state = standalone.master_state(standalone.Cluster(webui_port=int(ui.rsplit(":", 1)[1])), timeout=10)
+    assert state is not None, f"the master's UI at {ui} does not answer"
+    return state
 
 
 @pytest.fixture(scope="module")
@@ -148,12 +145,7 @@ def test_spark_submit_without_the_lessons_packages_gets_the_exact_flag():
 
 
 def test_start_refuses_a_busy_port_with_the_ports_to_use_instead(tmp_path):
-    import socket
-
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen(1)
-        port = taken.getsockname()[1]
+    with silent_listener() as port:
         result = cluster_cli("start", "--port", str(port), "--webui-port", str(free_port()),
                              "--worker-webui-port", str(free_port()), home=tmp_path)
     assert result.returncode == 1

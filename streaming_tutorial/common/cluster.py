@@ -217,7 +217,9 @@ def _wait_for(cluster: Cluster, ready, what: str, timeout: float) -> None:
     while time.monotonic() < deadline:
         if ready(master_state(cluster)):
             return
-        dead = [role for role in ROLES if _pid_file(role).exists() and role not in running_pids()]
+        launched = [role for role in ROLES if _pid_file(role).exists()]
+        alive = running_pids()  # (removes the PID file of a daemon that died)
+        dead = [role for role in launched if role not in alive]
         if dead:
             raise CourseError(f"The Spark {dead[0]} stopped while starting. The end of its log "
                               f"({paths.display(_log_file(dead[0]))}) says:\n{log_tail(dead[0])}")
@@ -278,6 +280,17 @@ def _stop_group(pgid: int, timeout: float) -> None:
             if not processes.group_members(pgid):
                 return
             time.sleep(0.2)  # waiting for processes to exit
+
+
+def run_cli(*args: str, home: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    """``python -m common.cluster ARGS`` for the course home ``home``, as course.py runs it.
+
+    A process of its own: the course's folders are fixed when common.paths is imported, and the
+    tests and benchmarks keep their clusters out of the learner's ``.runtime/``.
+    """
+    return subprocess.run([sys.executable, "-m", "common.cluster", *args], cwd=paths.LESSONS_DIR,
+                          env={**os.environ, "STREAMING_COURSE_HOME": str(home)},
+                          capture_output=True, text=True, timeout=timeout)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping
 
@@ -191,7 +191,7 @@ def read_security(environ: Mapping[str, str]) -> Security:
             refuse(f"{CA_LOCATION_ENV} names no file: {ca_location}. It should be the PEM file of the certificates "
                    "to trust (on a Spark cluster, at the same path on every machine).")
     security = Security(protocol, mechanism, username, password, ca_location)
-    return Security(protocol, mechanism, username, password, ca_location, spark_passthrough(environ, security))
+    return replace(security, spark_extra=spark_passthrough(environ, security))
 
 
 def spark_passthrough(environ: Mapping[str, str], security: Security) -> dict[str, str]:

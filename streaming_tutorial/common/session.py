@@ -131,7 +131,7 @@ def missing_packages(conf: dict[str, str], packages: Sequence[str]) -> list[str]
     for package in packages:
         group_artifact = package.rsplit(":", 1)[0]
         artifact = group_artifact.split(":")[-1]
-        if group_artifact not in given and f"/{artifact}-" not in jars and f"{artifact}-" not in jars:
+        if group_artifact not in given and f"{artifact}-" not in jars:
             missing.append(package)
     return missing
 
@@ -174,7 +174,7 @@ def get_spark(
 
     from pyspark.sql import SparkSession
 
-    local = is_local(master)
+    local, here = is_local(master), on_this_machine(master)
     cores = os.cpu_count() or 2
     builder = (
         SparkSession.builder.appName(app_name)
@@ -206,7 +206,7 @@ def get_spark(
         # (On a cluster the executors' cores count: set once they are known, below.)
         builder = builder.config("spark.sql.shuffle.partitions", str(cores)).config(
             "spark.default.parallelism", str(cores))
-    if on_this_machine(master):
+    if here:
         builder = builder.config("spark.driver.host", "127.0.0.1")
     extra_conf = dict(extra_conf or {})
     if submitted is None:
@@ -222,7 +222,7 @@ def get_spark(
         # Executors are JVMs of their own on the workers: the same JIT/GC choices, and the same
         # quiet logging where they can read its file (a worker on this machine).
         executor_options = [option for option in DRIVER_JAVA_OPTIONS
-                            if on_this_machine(master) or not option.startswith("-Dlog4j2.")]
+                            if here or not option.startswith("-Dlog4j2.")]
         builder = builder.config("spark.executor.extraJavaOptions", " ".join(executor_options))
     packages = []
     if delta:
