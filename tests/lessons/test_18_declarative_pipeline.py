@@ -184,6 +184,7 @@ def read_gold(warehouse: Path, table: str) -> list[tuple]:
                         else value for value in row.values()) for row in rows)
 
 
+@pytest.mark.smoke
 def test_the_lesson_runs_the_pipeline_twice_and_its_gold_tables_hold_the_exact_figures(course_home):
     result = run_script("streaming_tutorial/18_declarative_pipeline.py", home=course_home, timeout=400)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
