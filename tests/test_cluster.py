@@ -29,10 +29,10 @@ PACKAGES = session.kafka_package()
 cluster_cli = standalone.run_cli
 
 
-def master_json(ui: str) -> dict:
+def master_json(cluster: dict) -> dict:
     """The master's own view (common.cluster.master_state), which must answer."""
-    state = standalone.master_state(standalone.Cluster(webui_port=int(ui.rsplit(":", 1)[1])), timeout=10)
-    assert state is not None, f"the master's UI at {ui} does not answer"
+    state = standalone.master_state(cluster["spec"], timeout=10)
+    assert state is not None, f"the master's UI at {cluster['ui']} does not answer"
     return state
 
 
@@ -44,13 +44,14 @@ def cluster(tmp_path_factory):
     started = cluster_cli("start", "--port", str(port), "--webui-port", str(ui), "--worker-webui-port",
                           str(worker_ui), "--cores", "2", "--memory", "1g", home=home)
     assert started.returncode == 0, started.stdout + started.stderr
-    yield {"home": home, "url": f"spark://127.0.0.1:{port}", "ui": f"http://127.0.0.1:{ui}", "out": started.stdout}
+    yield {"home": home, "url": f"spark://127.0.0.1:{port}", "ui": f"http://127.0.0.1:{ui}", "out": started.stdout,
+           "spec": standalone.Cluster(port, ui, worker_ui, cores=2, memory="1g")}
     cluster_cli("stop", home=home)  # again, if the last test did not get that far
 
 
 def test_start_reports_the_master_url_and_the_uis(cluster):
     assert f"master URL:  {cluster['url']}" in cluster["out"] and f"master UI:   {cluster['ui']}" in cluster["out"]
-    state = master_json(cluster["ui"])
+    state = master_json(cluster)
     assert [(worker["state"], worker["cores"]) for worker in state["workers"]] == [("ALIVE", 2)]
     assert "2 cores (0 in use)" in cluster_cli("status", home=cluster["home"]).stdout
 
@@ -71,7 +72,7 @@ def test_a_stateful_lesson_runs_on_the_cluster_with_the_same_results(cluster, co
     assert "|USER-2011|closed|6 |1 |749.97 |2025-01-15 10:32:23|" in out
     assert re.search(r"Lines quarantined with their reason in \S+/output/12_stateful_processing/quarantine: none", out)
     # It ran on the cluster's executor, and its shuffle partitions follow the cluster's 2 cores.
-    apps = master_json(cluster["ui"])["completedapps"]
+    apps = master_json(cluster)["completedapps"]
     assert [(app["name"], app["cores"]) for app in apps if app["name"] == "12_stateful_processing"] == [
         ("12_stateful_processing", 2)]
     offsets = (course_home / "checkpoints/12_stateful_processing/user_state/offsets/0").read_text()
@@ -108,7 +109,7 @@ def test_a_kafka_lesson_runs_through_spark_submit_on_the_cluster(cluster, kafka_
     assert f"'{config.TOPIC_QUARANTINE}': 3 records" in out and out.count("|not a JSON object|") == 3
     # spark-submit resolved the connector (its --packages); the lesson's session did not resolve it again.
     assert result.stderr.count(":: resolving dependencies ::") == 1
-    assert any(app["name"] == "08_kafka_streaming" for app in master_json(cluster["ui"])["completedapps"])
+    assert any(app["name"] == "08_kafka_streaming" for app in master_json(cluster)["completedapps"])
 
 
 def test_stop_leaves_no_process_behind(cluster):
