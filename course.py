@@ -47,7 +47,9 @@ FIRST_KAFKA_LESSON = 8  # lessons 08 and later need a Kafka broker
 BROKER_STEP = "Kafka broker"
 # Run with the venv's python from streaming_tutorial/: exit 0 when a Kafka broker (not just
 # any program) answers at argv[1], 3 when nothing Kafka-like does.
-KAFKA_PROBE = "import sys; from common.kafka import answers; sys.exit(0 if answers(sys.argv[1]) else 3)"
+KAFKA_PROBE = (
+    "import sys; from common.kafka import answers; sys.exit(0 if answers(sys.argv[1]) else 3)"
+)
 
 
 class StepFailed(Exception):
@@ -96,9 +98,13 @@ def ensure_environment() -> Path:
         venv.EnvBuilder(with_pip=True).create(VENV_DIR)
     wanted = hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()
     if not STAMP.exists() or STAMP.read_text().strip() != wanted:
-        print("Installing the pinned requirements (pyspark is large: the first time takes a few minutes) ...",
-              flush=True)
-        result = subprocess.run([str(python), "-m", "pip", "install", "-q", "-r", str(REQUIREMENTS)])
+        print(
+            "Installing the pinned requirements (pyspark is large: the first time takes a few minutes) ...",
+            flush=True,
+        )
+        result = subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", "-r", str(REQUIREMENTS)]
+        )
         if result.returncode != 0:
             fail(
                 "pip could not install requirements.txt into .venv. Read pip's message above: "
@@ -145,16 +151,26 @@ def local_kafka_port() -> int:
 
 def kafka_answers(python: Path, bootstrap: str) -> bool:
     """Ask the venv's kafka-python whether a Kafka broker answers at ``bootstrap``."""
-    result = subprocess.run([str(python), "-c", KAFKA_PROBE, bootstrap], cwd=LESSONS_DIR,
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [str(python), "-c", KAFKA_PROBE, bootstrap],
+        cwd=LESSONS_DIR,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if result.returncode not in (0, 3):
-        raise StepFailed(f"Could not check whether Kafka answers at {bootstrap}: {result.stderr.strip()[-600:]}")
+        raise StepFailed(
+            f"Could not check whether Kafka answers at {bootstrap}: {result.stderr.strip()[-600:]}"
+        )
     return result.returncode == 0
 
 
 def port_holder(port: int) -> str | None:
     """'python3 (PID 1234)' for the program listening on ``port``, when lsof or ss can tell."""
-    for command in (["lsof", "-nP", f"-iTCP:{port}", "-sTCP:LISTEN", "-Fpc"], ["ss", "-Hltnp", f"sport = :{port}"]):
+    for command in (
+        ["lsof", "-nP", f"-iTCP:{port}", "-sTCP:LISTEN", "-Fpc"],
+        ["ss", "-Hltnp", f"sport = :{port}"],
+    ):
         try:
             output = subprocess.run(command, capture_output=True, text=True, timeout=10).stdout
         except (OSError, subprocess.TimeoutExpired):
@@ -187,26 +203,40 @@ def kafka_for_tour(python: Path) -> bool:
     """Make sure the Kafka lessons find a broker; True when the tour started the course's own (and stops it)."""
     configured = os.environ.get(config.KAFKA_BOOTSTRAP_ENV, "").strip()
     if configured:
-        print(f"Lessons {FIRST_KAFKA_LESSON:02d}+ use the Kafka cluster in {config.KAFKA_BOOTSTRAP_ENV}={configured}.")
+        print(
+            f"Lessons {FIRST_KAFKA_LESSON:02d}+ use the Kafka cluster in {config.KAFKA_BOOTSTRAP_ENV}={configured}."
+        )
         return False
     port = local_kafka_port()
     bootstrap = f"{config.LOCAL_KAFKA_HOST}:{port}"
     if port_open(config.LOCAL_KAFKA_HOST, port):
         # Something listens there: use it only if it really is Kafka.
         if kafka_answers(python, bootstrap):
-            print(f"A Kafka broker already answers at {bootstrap}: lessons {FIRST_KAFKA_LESSON:02d}+ use it.")
+            print(
+                f"A Kafka broker already answers at {bootstrap}: lessons {FIRST_KAFKA_LESSON:02d}+ use it."
+            )
             return False
         raise StepFailed(port_taken_advice(port))
-    print(f"Starting the course's Kafka broker for lessons {FIRST_KAFKA_LESSON:02d}+ "
-          "(python local_kafka.py start) ...", flush=True)
-    if subprocess.run([str(python), str(ROOT / "local_kafka.py"), "start"], cwd=ROOT).returncode != 0:
+    print(
+        f"Starting the course's Kafka broker for lessons {FIRST_KAFKA_LESSON:02d}+ "
+        "(python local_kafka.py start) ...",
+        flush=True,
+    )
+    if (
+        subprocess.run([str(python), str(ROOT / "local_kafka.py"), "start"], cwd=ROOT).returncode
+        != 0
+    ):
         raise StepFailed("")  # local_kafka.py has printed its advice
     return True
 
 
 def banner(step: Step) -> str:
     shown = " ".join(Path(part).name if os.sep in part else part for part in step.command[1:])
-    label = f"{step.name} (again, without --reset, as a learner coming back)" if step.second_run else step.name
+    label = (
+        f"{step.name} (again, without --reset, as a learner coming back)"
+        if step.second_run
+        else step.name
+    )
     return f"\n{'#' * 78}\n# {label}: {shown}\n{'#' * 78}"
 
 
@@ -242,18 +272,27 @@ def run_tour(python: Path, first: int, last: int, *, again: bool = False) -> int
     failed = next(((step, code) for step, code, _ in results if code != 0), None)
     if failed:
         step = failed[0]
-        resume = step.lesson if step.lesson is not None else (FIRST_KAFKA_LESSON if step.name == BROKER_STEP else first)
+        resume = (
+            step.lesson
+            if step.lesson is not None
+            else (FIRST_KAFKA_LESSON if step.name == BROKER_STEP else first)
+        )
         which = " (its second run, without --reset)" if step.second_run else ""
-        print(f"\n{step.name}{which} failed: read its message above, fix it, then resume with "
-              f"'python course.py tour --from {resume:02d}{' --again' if again else ''}'.")
+        print(
+            f"\n{step.name}{which} failed: read its message above, fix it, then resume with "
+            f"'python course.py tour --from {resume:02d}{' --again' if again else ''}'."
+        )
         return 1
-    print("\nEvery lesson ran. Next: read a lesson's docstring and run it on its own, e.g.\n"
-          "  .venv/bin/python streaming_tutorial/07_watermarking.py")
+    print(
+        "\nEvery lesson ran. Next: read a lesson's docstring and run it on its own, e.g.\n"
+        "  .venv/bin/python streaming_tutorial/07_watermarking.py"
+    )
     return 0
 
 
 def summary(results: list[tuple[Step, int, float]], again: bool) -> str:
     """One line per step; with --again, a lesson's two runs side by side."""
+
     def cell(code: int, seconds: float) -> str:
         return f"{'ok  ' if code == 0 else 'FAIL'} {seconds:6.1f} s"
 
@@ -280,17 +319,36 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Run the course's tour or its tests.")
     sub = parser.add_subparsers(dest="command", required=True)
     tour = sub.add_parser("tour", help="set up, make sample data, run every lesson in order")
-    tour.add_argument("--from", dest="first", type=lesson_number, default=0, metavar="NN",
-                      help="first lesson (default 00)")
-    tour.add_argument("--to", dest="last", type=lesson_number, default=99, metavar="NN",
-                      help="last lesson (default: the last)")
-    tour.add_argument("--again", action="store_true",
-                      help="run each lesson a second time right after the first, without --reset, "
-                           "as a learner coming back would (both runs must succeed)")
+    tour.add_argument(
+        "--from",
+        dest="first",
+        type=lesson_number,
+        default=0,
+        metavar="NN",
+        help="first lesson (default 00)",
+    )
+    tour.add_argument(
+        "--to",
+        dest="last",
+        type=lesson_number,
+        default=99,
+        metavar="NN",
+        help="last lesson (default: the last)",
+    )
+    tour.add_argument(
+        "--again",
+        action="store_true",
+        help="run each lesson a second time right after the first, without --reset, "
+        "as a learner coming back would (both runs must succeed)",
+    )
     sub.add_parser("test", help="run the test suite (extra arguments go to pytest)")
     sub.add_parser("install", help="only create .venv and install the requirements")
-    sub.add_parser("cluster", add_help=False, help="start|stop|status a Spark standalone cluster on this machine "
-                                   "(python course.py cluster start --help)")
+    sub.add_parser(
+        "cluster",
+        add_help=False,
+        help="start|stop|status a Spark standalone cluster on this machine "
+        "(python course.py cluster start --help)",
+    )
     args, extra = parser.parse_known_args(argv)
     if extra and args.command not in ("test", "cluster"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
@@ -302,7 +360,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "tour":
         return run_tour(python, args.first, args.last, again=args.again)
     if args.command == "cluster":
-        return subprocess.run([str(python), "-m", "common.cluster", *extra], cwd=LESSONS_DIR).returncode
+        return subprocess.run(
+            [str(python), "-m", "common.cluster", *extra], cwd=LESSONS_DIR
+        ).returncode
     return subprocess.run([str(python), "-m", "pytest", *extra], cwd=ROOT).returncode
 
 

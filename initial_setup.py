@@ -53,8 +53,12 @@ MENU_ACTIONS = {"1": ["folders"], "2": ["sample_data"], "3": ["reset"], "4": ["c
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    parser.add_argument("--folders", action="store_true", help="create data/, checkpoints/ and output/")
-    parser.add_argument("--sample-data", action="store_true", help="create the folders and write the sample data")
+    parser.add_argument(
+        "--folders", action="store_true", help="create data/, checkpoints/ and output/"
+    )
+    parser.add_argument(
+        "--sample-data", action="store_true", help="create the folders and write the sample data"
+    )
     parser.add_argument("--reset", action="store_true", help="empty checkpoints/ and output/")
     parser.add_argument("--check", action="store_true", help="check Python, Java and pyspark")
     args = parser.parse_args(argv)
@@ -100,7 +104,9 @@ def check_environment() -> bool:
     print("Environment")
     checks = run_checks()
     for check in checks:
-        print(f"  {'✓' if check.ok else '✗'} {check.name}: {check.detail if check.ok else 'NOT READY'}")
+        print(
+            f"  {'✓' if check.ok else '✗'} {check.name}: {check.detail if check.ok else 'NOT READY'}"
+        )
     for check in checks:
         if not check.ok:
             print(f"\n{check.name}: {check.detail}")
@@ -129,46 +135,71 @@ def reset_state() -> None:
                 else:
                     entry.unlink()
                 removed += 1
-        print(f"  emptied {paths.display(folder)}/ ({removed} item{'s' if removed != 1 else ''} removed)")
+        print(
+            f"  emptied {paths.display(folder)}/ ({removed} item{'s' if removed != 1 else ''} removed)"
+        )
 
 
 def write_sample_data() -> dict[Path, list[Path]]:
     """Write the sample files (replacing earlier ones); returns the files per folder."""
     print(f"Sample data (seed {SEED}, first event {config.BASE_EVENT_TIME:%Y-%m-%d %H:%M} UTC)")
     base = config.BASE_EVENT_TIME
-    transactions = simulate_file_data.make_transactions(TRANSACTION_FILES * TRANSACTIONS_PER_FILE, seed=SEED, base_time=base)
-    events = generate_ecommerce_events.make_ecommerce_events(ECOMMERCE_FILES * EVENTS_PER_FILE, seed=SEED, base_time=base)
+    transactions = simulate_file_data.make_transactions(
+        TRANSACTION_FILES * TRANSACTIONS_PER_FILE, seed=SEED, base_time=base
+    )
+    events = generate_ecommerce_events.make_ecommerce_events(
+        ECOMMERCE_FILES * EVENTS_PER_FILE, seed=SEED, base_time=base
+    )
     readings = generate_sensor_data.make_sensor_readings(
-        SENSOR_FILES * READINGS_PER_FILE, seed=SEED, base_time=base, disorder_seconds=SENSOR_DISORDER_SECONDS)
+        SENSOR_FILES * READINGS_PER_FILE,
+        seed=SEED,
+        base_time=base,
+        disorder_seconds=SENSOR_DISORDER_SECONDS,
+    )
 
     transaction_texts = [
-        simulate_file_data.render_file(part, malformed_every=MALFORMED_EVERY if number == MALFORMED_FILE else 0)
+        simulate_file_data.render_file(
+            part, malformed_every=MALFORMED_EVERY if number == MALFORMED_FILE else 0
+        )
         for number, part in enumerate(chunks(transactions, TRANSACTIONS_PER_FILE), start=1)
     ]
     written = {
-        paths.TRANSACTIONS_DIR: replace_files(paths.TRANSACTIONS_DIR, simulate_file_data, transaction_texts),
+        paths.TRANSACTIONS_DIR: replace_files(
+            paths.TRANSACTIONS_DIR, simulate_file_data, transaction_texts
+        ),
         paths.ECOMMERCE_DIR: replace_files(
-            paths.ECOMMERCE_DIR, generate_ecommerce_events, [json_lines(part) for part in chunks(events, EVENTS_PER_FILE)]),
+            paths.ECOMMERCE_DIR,
+            generate_ecommerce_events,
+            [json_lines(part) for part in chunks(events, EVENTS_PER_FILE)],
+        ),
         paths.SENSOR_DIR: replace_files(
-            paths.SENSOR_DIR, generate_sensor_data, [json_lines(part) for part in chunks(readings, READINGS_PER_FILE)]),
+            paths.SENSOR_DIR,
+            generate_sensor_data,
+            [json_lines(part) for part in chunks(readings, READINGS_PER_FILE)],
+        ),
     }
     broken = TRANSACTIONS_PER_FILE // MALFORMED_EVERY
     late = generate_sensor_data.count_late(readings, base, SENSOR_DISORDER_SECONDS)
     notes = {
         paths.TRANSACTIONS_DIR: f"{len(transactions) - broken} transactions + {broken} broken lines on purpose "
-                                f"in {simulate_file_data.FILE_PREFIX}-{MALFORMED_FILE:04d}.json",
-        paths.ECOMMERCE_DIR: f"{len(events)} events: " + ", ".join(
-            f"{sum(event['event_type'] == kind for event in events)} {kind}" for kind in ("view", "cart", "purchase")),
+        f"in {simulate_file_data.FILE_PREFIX}-{MALFORMED_FILE:04d}.json",
+        paths.ECOMMERCE_DIR: f"{len(events)} events: "
+        + ", ".join(
+            f"{sum(event['event_type'] == kind for event in events)} {kind}"
+            for kind in ("view", "cart", "purchase")
+        ),
         paths.SENSOR_DIR: f"{len(readings)} readings, {late} of them very late",
     }
     for folder, files in written.items():
         print(f"  wrote {len(files)} files to {paths.display(folder)}/ ({notes[folder]})")
-    print("  Lessons remember which files they have read: run a lesson with --reset to read these again.")
+    print(
+        "  Lessons remember which files they have read: run a lesson with --reset to read these again."
+    )
     return written
 
 
 def chunks(records: list[dict], size: int) -> list[list[dict]]:
-    return [records[index:index + size] for index in range(0, len(records), size)]
+    return [records[index : index + size] for index in range(0, len(records), size)]
 
 
 def replace_files(folder: Path, generator, texts: list[str]) -> list[Path]:

@@ -45,25 +45,33 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "start":
             process = kafka_broker.start(broker, timeout=args.timeout)
             if process is not None:
-                print("It keeps running after this command ends; stop it with: python local_kafka.py stop")
+                print(
+                    "It keeps running after this command ends; stop it with: python local_kafka.py stop"
+                )
                 if broker.port != config.LOCAL_KAFKA_PORT:
-                    print(f"Lessons look for it on port {config.LOCAL_KAFKA_PORT}: run them with "
-                          f"{config.LOCAL_KAFKA_PORT_ENV}={broker.port} "
-                          f"(or {config.KAFKA_BOOTSTRAP_ENV}={broker.bootstrap}).")
+                    print(
+                        f"Lessons look for it on port {config.LOCAL_KAFKA_PORT}: run them with "
+                        f"{config.LOCAL_KAFKA_PORT_ENV}={broker.port} "
+                        f"(or {config.KAFKA_BOOTSTRAP_ENV}={broker.bootstrap})."
+                    )
         elif args.command == "stop":
             if kafka_broker.stop(broker):
                 print(f"Stopped the course's Kafka broker at {broker.bootstrap}.")
             elif kafka.answers(broker.bootstrap):
-                print(f"A Kafka broker answers at {broker.bootstrap}, but it was not started from this "
-                      "course folder: stop it where you started it (e.g. 'docker compose down').")
+                print(
+                    f"A Kafka broker answers at {broker.bootstrap}, but it was not started from this "
+                    "course folder: stop it where you started it (e.g. 'docker compose down')."
+                )
             else:
                 print("The course's Kafka broker is not running.")
         elif args.command == "status":
             print(kafka_broker.status(broker).describe())
         elif args.command == "reset":
             kafka_broker.reset(broker)
-            print(f"Stopped the broker (if it ran) and deleted its data and logs under "
-                  f"{broker.home}; the next start formats fresh storage.")
+            print(
+                f"Stopped the broker (if it ran) and deleted its data and logs under "
+                f"{broker.home}; the next start formats fresh storage."
+            )
         elif args.command == "topics":
             bootstrap = args.bootstrap_servers or kafka.bootstrap_servers()
             if args.create:
@@ -84,32 +92,62 @@ def main(argv: list[str] | None = None) -> int:
 def paragraphs(text: str) -> str:
     """Wrap prose lines; keep indented lines (log excerpts) as they are."""
     return "\n".join(
-        line if line.startswith(" ") else textwrap.fill(line, width=78, break_long_words=False, break_on_hyphens=False)
+        line
+        if line.startswith(" ")
+        else textwrap.fill(line, width=78, break_long_words=False, break_on_hyphens=False)
         for line in text.splitlines()
     )
 
 
 def build_parser() -> argparse.ArgumentParser:
     ports = argparse.ArgumentParser(add_help=False)
-    ports.add_argument("--port", type=int, default=None,
-                       help=f"client port (default: {config.LOCAL_KAFKA_PORT_ENV} or {config.LOCAL_KAFKA_PORT})")
-    ports.add_argument("--controller-port", type=int, default=None,
-                       help=f"KRaft controller port (default: {config.LOCAL_KAFKA_CONTROLLER_PORT_ENV} "
-                            f"or {config.LOCAL_KAFKA_CONTROLLER_PORT})")
+    ports.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        help=f"client port (default: {config.LOCAL_KAFKA_PORT_ENV} or {config.LOCAL_KAFKA_PORT})",
+    )
+    ports.add_argument(
+        "--controller-port",
+        type=int,
+        default=None,
+        help=f"KRaft controller port (default: {config.LOCAL_KAFKA_CONTROLLER_PORT_ENV} "
+        f"or {config.LOCAL_KAFKA_CONTROLLER_PORT})",
+    )
 
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    start = sub.add_parser("start", parents=[ports], help="start the broker (fetches its jars the first time)")
-    start.add_argument("--timeout", type=float, default=120, metavar="SECONDS",
-                       help="how long to wait for the broker to answer (default: %(default)s)")
+    start = sub.add_parser(
+        "start", parents=[ports], help="start the broker (fetches its jars the first time)"
+    )
+    start.add_argument(
+        "--timeout",
+        type=float,
+        default=120,
+        metavar="SECONDS",
+        help="how long to wait for the broker to answer (default: %(default)s)",
+    )
     sub.add_parser("stop", parents=[ports], help="stop the broker this course folder started")
-    sub.add_parser("status", parents=[ports], help="is it running? ports, PID, data and jar folders")
+    sub.add_parser(
+        "status", parents=[ports], help="is it running? ports, PID, data and jar folders"
+    )
     sub.add_parser("reset", parents=[ports], help="stop the broker and delete its data and logs")
     topics = sub.add_parser("topics", parents=[ports], help="list topics (and create some)")
-    topics.add_argument("--create", nargs="+", metavar="NAME", default=[], help="create these topics if missing")
-    topics.add_argument("--partitions", type=int, default=1, help="partitions of created topics (default: %(default)s)")
-    topics.add_argument("--bootstrap-servers", default=None, metavar="HOST:PORT",
-                        help="another cluster (default: KAFKA_BOOTSTRAP_SERVERS or the local broker)")
+    topics.add_argument(
+        "--create", nargs="+", metavar="NAME", default=[], help="create these topics if missing"
+    )
+    topics.add_argument(
+        "--partitions",
+        type=int,
+        default=1,
+        help="partitions of created topics (default: %(default)s)",
+    )
+    topics.add_argument(
+        "--bootstrap-servers",
+        default=None,
+        metavar="HOST:PORT",
+        help="another cluster (default: KAFKA_BOOTSTRAP_SERVERS or the local broker)",
+    )
     return parser
 
 

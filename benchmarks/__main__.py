@@ -26,24 +26,48 @@ from benchmarks import harness  # noqa: F401  (puts streaming_tutorial/ on sys.p
 from benchmarks.harness import Progress, Results, Target, machine, table
 
 # In this order: the two without a Spark JVM of ours first, so nothing of ours competes with them.
-BENCHMARKS = ("first_output", "producer", "stateful", "stateless", "state_stores", "throughput", "end_to_end")
+BENCHMARKS = (
+    "first_output",
+    "producer",
+    "stateful",
+    "stateless",
+    "state_stores",
+    "throughput",
+    "end_to_end",
+)
 KAFKA_BENCHMARKS = {"stateless", "throughput", "end_to_end", "producer"}
 SPARK_BENCHMARKS = set(BENCHMARKS) - {"first_output", "producer"}
 TARGETS = [
-    Target("stateful_default_over_tuned", at_least=25), Target("stateful_batch_p50_ms", at_most=250),
-    Target("stateless_batch_p50_ms", at_most=150), Target("producer_msgs_per_s", at_least=50_000),
-    Target("e2e_realtime_p50_ms", at_most=50), Target("kafka_to_delta_rows_per_s", at_least=100_000),
+    Target("stateful_default_over_tuned", at_least=25),
+    Target("stateful_batch_p50_ms", at_most=250),
+    Target("stateless_batch_p50_ms", at_most=150),
+    Target("producer_msgs_per_s", at_least=50_000),
+    Target("e2e_realtime_p50_ms", at_most=50),
+    Target("kafka_to_delta_rows_per_s", at_least=100_000),
     Target("first_output_s", at_most=10),
 ]
 SHOWN = [
-    "stateful_default_over_tuned", "stateful_batch_p50_ms", "stateful_default_batch_p50_ms",
-    "stateless_batch_p50_ms", "stateless_batch_p95_ms", "stateless_default_batch_p50_ms", "stateless_kafka_batch_p50_ms",
+    "stateful_default_over_tuned",
+    "stateful_batch_p50_ms",
+    "stateful_default_batch_p50_ms",
+    "stateless_batch_p50_ms",
+    "stateless_batch_p95_ms",
+    "stateless_default_batch_p50_ms",
+    "stateless_kafka_batch_p50_ms",
     "stateless_kafka_async_batch_p50_ms",
     *[f"state_store_{p}_{t}_batch_ms" for t in ("10k", "100k", "1m") for p in ("hdfs", "rocksdb")],
     *[f"state_store_{p}_{t}_memory_mb" for t in ("10k", "100k", "1m") for p in ("hdfs", "rocksdb")],
-    "producer_msgs_per_s", "producer_confluent_msgs_per_s", "e2e_microbatch_p50_ms", "e2e_microbatch_p99_ms",
-    "e2e_realtime_p50_ms", "e2e_realtime_p99_ms", "files_to_delta_rows_per_s", "kafka_to_delta_rows_per_s",
-    "rate_to_noop_rows_per_s", "first_output_s", "session_start_s",
+    "producer_msgs_per_s",
+    "producer_confluent_msgs_per_s",
+    "e2e_microbatch_p50_ms",
+    "e2e_microbatch_p99_ms",
+    "e2e_realtime_p50_ms",
+    "e2e_realtime_p99_ms",
+    "files_to_delta_rows_per_s",
+    "kafka_to_delta_rows_per_s",
+    "rate_to_noop_rows_per_s",
+    "first_output_s",
+    "session_start_s",
 ]
 
 
@@ -67,29 +91,63 @@ class Size:
 
 
 SIZES = {
-    "full": Size("full", warm_up=2, samples=7, partitions_curve=[1, 4, 8, 16, 50, 200],
-                 producer_messages=1_000_000, e2e_messages=400, rows_per_file=500_000,
-                 rate_rows_per_batch=5_000_000, first_output_runs=5),
+    "full": Size(
+        "full",
+        warm_up=2,
+        samples=7,
+        partitions_curve=[1, 4, 8, 16, 50, 200],
+        producer_messages=1_000_000,
+        e2e_messages=400,
+        rows_per_file=500_000,
+        rate_rows_per_batch=5_000_000,
+        first_output_runs=5,
+    ),
     "quick": Size("quick", candidates=False, max_state_keys=100_000, producer_messages=250_000),
-    "tiny": Size("tiny", warm_up=0, samples=1, default_partitions=4, candidates=False, partitions_curve=[1],
-                 max_state_keys=100, producer_messages=300, producer_rounds=1, e2e_messages=5,
-                 rows_per_file=100, rate_rows_per_batch=1000, first_output_runs=1),
+    "tiny": Size(
+        "tiny",
+        warm_up=0,
+        samples=1,
+        default_partitions=4,
+        candidates=False,
+        partitions_curve=[1],
+        max_state_keys=100,
+        producer_messages=300,
+        producer_rounds=1,
+        e2e_messages=5,
+        rows_per_file=100,
+        rate_rows_per_batch=1000,
+        first_output_runs=1,
+    ),
 }
 
 
 def parse_args(argv: list[str] | None):
-    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks", description=__doc__.splitlines()[0]
+    )
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--quick", action="store_true", help="smaller sizes, under 3 minutes")
-    group.add_argument("--tiny", action="store_true", help="the smoke test's size: writes every key, measures nothing")
-    parser.add_argument("--only", default="", metavar="NAME,...", help=f"run only these: {', '.join(BENCHMARKS)}")
-    parser.add_argument("--output", type=Path, default=None,
-                        help="folder for results.json and the plots (default: output/benchmarks, plots into docs/)")
+    group.add_argument(
+        "--tiny",
+        action="store_true",
+        help="the smoke test's size: writes every key, measures nothing",
+    )
+    parser.add_argument(
+        "--only", default="", metavar="NAME,...", help=f"run only these: {', '.join(BENCHMARKS)}"
+    )
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        help="folder for results.json and the plots (default: output/benchmarks, plots into docs/)",
+    )
     args = parser.parse_args(argv)
     chosen = [name.strip() for name in args.only.split(",") if name.strip()] or list(BENCHMARKS)
     unknown = sorted(set(chosen) - set(BENCHMARKS))
     if unknown:
-        parser.error(f"unknown benchmark(s) {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}")
+        parser.error(
+            f"unknown benchmark(s) {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}"
+        )
     args.chosen = [name for name in BENCHMARKS if name in chosen]
     args.size = SIZES["tiny" if args.tiny else "quick" if args.quick else "full"]
     return args
@@ -98,9 +156,15 @@ def parse_args(argv: list[str] | None):
 def count_steps(chosen: list[str], size: Size) -> int:
     from benchmarks import kafka_producer
 
-    per = {"first_output": size.first_output_runs, "stateless": 4 + size.candidates, "state_stores": 6,
-           "throughput": 3, "end_to_end": 1, "stateful": 3 + 6 * size.candidates + len(size.partitions_curve),
-           "producer": size.producer_rounds * (2 + len(kafka_producer.VARIANTS) * size.candidates)}
+    per = {
+        "first_output": size.first_output_runs,
+        "stateless": 4 + size.candidates,
+        "state_stores": 6,
+        "throughput": 3,
+        "end_to_end": 1,
+        "stateful": 3 + 6 * size.candidates + len(size.partitions_curve),
+        "producer": size.producer_rounds * (2 + len(kafka_producer.VARIANTS) * size.candidates),
+    }
     return sum(per[name] for name in chosen)
 
 
@@ -115,13 +179,20 @@ def main(argv: list[str] | None = None) -> int:
     workdir = output / "work"
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
-    results = Results({"size": size.name, "machine": machine(), "load_average_start": harness.load_average()})
+    results = Results(
+        {"size": size.name, "machine": machine(), "load_average_start": harness.load_average()}
+    )
     progress = Progress(count_steps(chosen, size))
-    print(f"python -m benchmarks ({size.name}): {', '.join(chosen)}; progress on stderr", flush=True)
+    print(
+        f"python -m benchmarks ({size.name}): {', '.join(chosen)}; progress on stderr", flush=True
+    )
     try:
         run(chosen, size, results, progress, workdir)
     except KeyboardInterrupt:
-        print("Stopped (Ctrl-C): queries, session and broker stopped; no results written.", file=sys.stderr)
+        print(
+            "Stopped (Ctrl-C): queries, session and broker stopped; no results written.",
+            file=sys.stderr,
+        )
         return 130
     except CourseError as error:  # e.g. no Kafka broker answers: one paragraph of advice
         print(str(error), file=sys.stderr)
@@ -152,7 +223,9 @@ def run(chosen: list[str], size: Size, results: Results, progress: Progress, wor
 
         first_output.run(results, progress, size)
     with ExitStack() as stack:
-        bootstrap = stack.enter_context(kafka_for_lesson()) if KAFKA_BENCHMARKS & set(chosen) else ""
+        bootstrap = (
+            stack.enter_context(kafka_for_lesson()) if KAFKA_BENCHMARKS & set(chosen) else ""
+        )
         if "producer" in chosen:  # before our Spark JVM exists
             from benchmarks import kafka_producer
 
@@ -161,8 +234,13 @@ def run(chosen: list[str], size: Size, results: Results, progress: Progress, wor
         if SPARK_BENCHMARKS & set(chosen):
             started = time.perf_counter()
             # 2 GiB of heap: the HDFS-backed store keeps a million keys on the heap, twice.
-            spark = get_spark("benchmarks", kafka=True, delta=True, ui=False,
-                              extra_conf={"spark.driver.memory": "2g"})
+            spark = get_spark(
+                "benchmarks",
+                kafka=True,
+                delta=True,
+                ui=False,
+                extra_conf={"spark.driver.memory": "2g"},
+            )
             results.put("session_start_s", time.perf_counter() - started)
             stack.callback(spark.stop)
         for name in chosen:

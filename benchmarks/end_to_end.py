@@ -30,11 +30,20 @@ TIMEOUT = 180
 def start(spark, bootstrap: str, topic: str, checkpoint: Path, trigger: dict):
     """Parse, carry id and sent_ms, write JSON back: a stateless pipeline real-time mode runs."""
     raw = read_kafka(spark, bootstrap, SOURCE, starting_offsets="latest")
-    message = F.from_json(F.col("value").cast("string"), "id INT, word STRING, sent_ms BIGINT").alias("m")
+    message = F.from_json(
+        F.col("value").cast("string"), "id INT, word STRING, sent_ms BIGINT"
+    ).alias("m")
     results = raw.select(message).select("m.id", F.upper("m.word").alias("word"), "m.sent_ms")
-    return (results.select(F.to_json(F.struct("id", "word", "sent_ms")).alias("value"))
-            .writeStream.format("kafka").options(**spark_options(bootstrap)).option("topic", topic)
-            .option("checkpointLocation", paths.uri(checkpoint)).outputMode("update").trigger(**trigger).start())
+    return (
+        results.select(F.to_json(F.struct("id", "word", "sent_ms")).alias("value"))
+        .writeStream.format("kafka")
+        .options(**spark_options(bootstrap))
+        .option("topic", topic)
+        .option("checkpointLocation", paths.uri(checkpoint))
+        .outputMode("update")
+        .trigger(**trigger)
+        .start()
+    )
 
 
 def run(spark, results: Results, progress, workdir: Path, size, bootstrap: str) -> None:
@@ -44,10 +53,18 @@ def run(spark, results: Results, progress, workdir: Path, size, bootstrap: str) 
     try:
         for name, topic in OUTPUTS.items():
             queries.append(start(spark, bootstrap, topic, workdir / f"e2e-{name}", TRIGGERS[name]))
-        with progress.step("end to end", f"{size.e2e_messages} messages at {RATE}/s, both modes at once"):
+        with progress.step(
+            "end to end", f"{size.e2e_messages} messages at {RATE}/s, both modes at once"
+        ):
             measured = latency.measure_latency(
-                bootstrap, SOURCE, OUTPUTS, [{"id": n, "word": "spark"} for n in range(size.e2e_messages)],
-                rate=RATE, warm_up_record=lambda n: {"id": -n, "word": "spark"}, timeout=TIMEOUT)
+                bootstrap,
+                SOURCE,
+                OUTPUTS,
+                [{"id": n, "word": "spark"} for n in range(size.e2e_messages)],
+                rate=RATE,
+                warm_up_record=lambda n: {"id": -n, "word": "spark"},
+                timeout=TIMEOUT,
+            )
     finally:
         for query in queries:
             stop(query)

@@ -31,8 +31,14 @@ def launch_once() -> tuple[float, float]:
     with tempfile.TemporaryDirectory(prefix="first-output-") as home:
         env = {**os.environ, "STREAMING_COURSE_HOME": home, "PYTHONUNBUFFERED": "1"}
         started = time.perf_counter()
-        process = subprocess.Popen([sys.executable, str(LESSON), "--duration", "30"], env=env, text=True,
-                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+        process = subprocess.Popen(
+            [sys.executable, str(LESSON), "--duration", "30"],
+            env=env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         first_line = first_batch = None
         try:
             for line in process.stdout:
@@ -50,14 +56,18 @@ def launch_once() -> tuple[float, float]:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
         if first_batch is None:
-            raise RuntimeError(f"{LESSON.name} printed no batch within {TIMEOUT} s (exit {process.returncode})")
+            raise RuntimeError(
+                f"{LESSON.name} printed no batch within {TIMEOUT} s (exit {process.returncode})"
+            )
         return first_line, first_batch
 
 
 def run(results: Results, progress, size) -> None:
     launches = []
     for number in range(size.first_output_runs):
-        with progress.step("first output", f"{LESSON.name}, launch {number + 1} of {size.first_output_runs}"):
+        with progress.step(
+            "first output", f"{LESSON.name}, launch {number + 1} of {size.first_output_runs}"
+        ):
             launches.append(launch_once())
     results.put_median("first_output_s", Stats.of([batch for _, batch in launches]))
     results.put_median("first_output_first_line_s", Stats.of([line for line, _ in launches]))

@@ -32,7 +32,9 @@ sys.path[:0] = [str(ROOT / "streaming_tutorial"), str(ROOT)]
 
 from common.latency import percentile  # noqa: E402  (nearest rank, as lesson 13 reports latency)
 
-MIN_SAMPLES = 5  # per figure, after warm-up (the --tiny size takes fewer: it checks keys, not numbers)
+MIN_SAMPLES = (
+    5  # per figure, after warm-up (the --tiny size takes fewer: it checks keys, not numbers)
+)
 POLL_SECONDS = 0.05  # how often a running query's progress is read
 
 
@@ -51,8 +53,14 @@ class Stats:
     def of(cls, samples: Sequence[float]) -> "Stats":
         if not samples:
             raise ValueError("no measurements: the benchmark ran no batch after its warm-up")
-        return cls(statistics.median(samples), min(samples), max(samples),
-                   percentile(samples, 95), percentile(samples, 99), len(samples))
+        return cls(
+            statistics.median(samples),
+            min(samples),
+            max(samples),
+            percentile(samples, 95),
+            percentile(samples, 99),
+            len(samples),
+        )
 
 
 def load_average() -> float:
@@ -69,7 +77,9 @@ def memory_gib() -> float:
 def java_version() -> str:
     """'17.0.12' from ``java -version`` (it prints on stderr), '' if there is no java."""
     try:
-        shown = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=30).stderr
+        shown = subprocess.run(
+            ["java", "-version"], capture_output=True, text=True, timeout=30
+        ).stderr
     except (OSError, subprocess.TimeoutExpired):
         return ""
     found = re.search(r'version "([^"]+)"', shown)
@@ -79,8 +89,14 @@ def java_version() -> str:
 def machine() -> dict:
     import pyspark
 
-    return {"cores": os.cpu_count() or 1, "memory_gib": memory_gib(), "java": java_version(),
-            "pyspark": pyspark.__version__, "python": platform.python_version(), "system": platform.system()}
+    return {
+        "cores": os.cpu_count() or 1,
+        "memory_gib": memory_gib(),
+        "java": java_version(),
+        "pyspark": pyspark.__version__,
+        "python": platform.python_version(),
+        "system": platform.system(),
+    }
 
 
 class Progress:
@@ -119,8 +135,12 @@ class Results:
         """prefix_p50_<unit> (the figure), with _min, _max, _p95, _p99 and _n beside it."""
         self.put(f"{prefix}_p50_{unit}", stats.p50)
         for name in ("min", "max", "p95", "p99"):
-            self.put(f"{prefix}_p50_{unit}_{name}" if name in ("min", "max") else f"{prefix}_{name}_{unit}",
-                     getattr(stats, name))
+            self.put(
+                f"{prefix}_p50_{unit}_{name}"
+                if name in ("min", "max")
+                else f"{prefix}_{name}_{unit}",
+                getattr(stats, name),
+            )
         self.put(f"{prefix}_n", stats.n)
 
     def put_median(self, key: str, stats: Stats) -> None:
@@ -131,11 +151,17 @@ class Results:
         self.put(f"{key}_n", stats.n)
 
     def as_dict(self) -> dict:
-        return {"date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), **self.info, **self.figures}
+        return {
+            "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            **self.info,
+            **self.figures,
+        }
 
     def write(self, path: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.as_dict(), indent=2, sort_keys=False) + "\n", encoding="utf-8")
+        path.write_text(
+            json.dumps(self.as_dict(), indent=2, sort_keys=False) + "\n", encoding="utf-8"
+        )
         return path
 
 
@@ -144,7 +170,10 @@ class Results:
 
 def reports(query) -> list[dict]:
     """The query's recent progress reports as dicts (pyspark 4 gives objects with a .json)."""
-    return [json.loads(report.json) if hasattr(report, "json") else report for report in query.recentProgress]
+    return [
+        json.loads(report.json) if hasattr(report, "json") else report
+        for report in query.recentProgress
+    ]
 
 
 def data_batches(query) -> list[dict]:
@@ -232,10 +261,21 @@ def table(figures: dict, targets: Sequence[Target], shown: Sequence[str]) -> str
             continue
         target = by_key.get(key)
         value = figures[key]
-        rows.append((key, f"{value:,.0f}" if abs(value) >= 100 else f"{value:g}",
-                     target.describe() if target else "", ("yes" if target.met(value) else "NO") if target else ""))
+        rows.append(
+            (
+                key,
+                f"{value:,.0f}" if abs(value) >= 100 else f"{value:g}",
+                target.describe() if target else "",
+                ("yes" if target.met(value) else "NO") if target else "",
+            )
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    lines = [" | ".join(cell.ljust(width) if i in (0, 2, 3) else cell.rjust(width)
-                        for i, (cell, width) in enumerate(zip(row, widths))) for row in rows]
+    lines = [
+        " | ".join(
+            cell.ljust(width) if i in (0, 2, 3) else cell.rjust(width)
+            for i, (cell, width) in enumerate(zip(row, widths))
+        )
+        for row in rows
+    ]
     lines.insert(1, "-+-".join("-" * width for width in widths))
     return "\n".join(lines)

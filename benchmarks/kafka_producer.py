@@ -27,13 +27,27 @@ VARIANTS = {"client_defaults": {}, "linger_only": {"linger_ms": 5}}
 
 def messages(count: int) -> list[tuple[bytes, bytes]]:
     """(key, value) pairs: a shop event's size and shape."""
-    return [(f"user-{n % 500}".encode(), json.dumps(
-        {"event_id": f"EVT-{n:08d}", "user_id": f"user-{n % 500}", "event_type": "view",
-         "product_id": f"P{n % 50:03d}", "price": 19.99, "ts": "2025-01-15T10:00:00Z"}).encode())
-        for n in range(count)]
+    return [
+        (
+            f"user-{n % 500}".encode(),
+            json.dumps(
+                {
+                    "event_id": f"EVT-{n:08d}",
+                    "user_id": f"user-{n % 500}",
+                    "event_type": "view",
+                    "product_id": f"P{n % 50:03d}",
+                    "price": 19.99,
+                    "ts": "2025-01-15T10:00:00Z",
+                }
+            ).encode(),
+        )
+        for n in range(count)
+    ]
 
 
-def kafka_python_rate(bootstrap: str, topic: str, payload: list[tuple[bytes, bytes]], settings: dict) -> float:
+def kafka_python_rate(
+    bootstrap: str, topic: str, payload: list[tuple[bytes, bytes]], settings: dict
+) -> float:
     """Messages per second through kafka-python with ``settings``, until all are acknowledged."""
     from kafka import KafkaProducer
 
@@ -41,7 +55,9 @@ def kafka_python_rate(bootstrap: str, topic: str, payload: list[tuple[bytes, byt
 
     producer = KafkaProducer(**client_options(bootstrap), **settings)
     try:
-        producer.send(topic, key=b"warm-up", value=b"{}").get(timeout=30)  # metadata and connection first
+        producer.send(topic, key=b"warm-up", value=b"{}").get(
+            timeout=30
+        )  # metadata and connection first
         started = time.perf_counter()
         for key, value in payload:
             producer.send(topic, key=key, value=value)
@@ -78,22 +94,36 @@ def run(results: Results, progress, bootstrap: str, size) -> None:
     import data_generators.kafka_producer as course_producer
     from common.kafka import recreate_topics
 
-    payload = messages(size.producer_messages // size.producer_rounds)  # the messages, split over the rounds
+    payload = messages(
+        size.producer_messages // size.producer_rounds
+    )  # the messages, split over the rounds
     course_settings = {**course_producer.PRODUCER_SETTINGS, **course_producer.RACING_SETTINGS}
-    clients = {"kafka_python": lambda topic: kafka_python_rate(bootstrap, topic, payload, course_settings),
-               "confluent": lambda topic: confluent_rate(bootstrap, topic, payload)}
+    clients = {
+        "kafka_python": lambda topic: kafka_python_rate(bootstrap, topic, payload, course_settings),
+        "confluent": lambda topic: confluent_rate(bootstrap, topic, payload),
+    }
     if size.candidates:
-        clients.update({f"kafka_python_{name}": (lambda topic, s=settings: kafka_python_rate(bootstrap, topic, payload, s))
-                        for name, settings in VARIANTS.items()})
+        clients.update(
+            {
+                f"kafka_python_{name}": (
+                    lambda topic, s=settings: kafka_python_rate(bootstrap, topic, payload, s)
+                )
+                for name, settings in VARIANTS.items()
+            }
+        )
     rates: dict[str, list[float]] = {name: [] for name in clients}
     # Rounds alternate the clients, so a busy moment on the machine does not favour one.
     for round_number in range(size.producer_rounds):
         for name, send in clients.items():
             topic = f"{TOPIC}-{name.replace('_', '-')}"
             recreate_topics(bootstrap, [topic], 1)
-            with progress.step("producer", f"{name}, {len(payload):,} messages (round {round_number + 1})"):
+            with progress.step(
+                "producer", f"{name}, {len(payload):,} messages (round {round_number + 1})"
+            ):
                 rates[name].append(send(topic))
     for name, values in rates.items():
-        key = {"kafka_python": "producer_msgs_per_s", "confluent": "producer_confluent_msgs_per_s"}.get(
-            name, f"producer_{name}_msgs_per_s")
+        key = {
+            "kafka_python": "producer_msgs_per_s",
+            "confluent": "producer_confluent_msgs_per_s",
+        }.get(name, f"producer_{name}_msgs_per_s")
         results.put_median(key, Stats.of(values))

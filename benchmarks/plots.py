@@ -12,11 +12,16 @@ from pathlib import Path
 PARTITIONS_KEY = re.compile(r"stateful_partitions_(\d+)_p50_ms$")
 STATE_KEY = re.compile(r"state_store_(hdfs|rocksdb)_(10k|100k|1m)_batch_ms$")
 KEYS_PER_TIER = {"10k": 10_000, "100k": 100_000, "1m": 1_000_000}
-PROVIDER_NAMES = {"hdfs": "HDFS-backed (Spark's default)", "rocksdb": "RocksDB + changelog checkpointing"}
+PROVIDER_NAMES = {
+    "hdfs": "HDFS-backed (Spark's default)",
+    "rocksdb": "RocksDB + changelog checkpointing",
+}
 
 
 def partitions_points(figures: dict) -> list[tuple[int, float]]:
-    points = {int(m.group(1)): value for key, value in figures.items() if (m := PARTITIONS_KEY.match(key))}
+    points = {
+        int(m.group(1)): value for key, value in figures.items() if (m := PARTITIONS_KEY.match(key))
+    }
     return sorted(points.items())
 
 
@@ -41,10 +46,21 @@ def draw(figures: dict, folder: Path, title_note: str) -> list[Path]:
     written = []
     figure, axes = plt.subplots(figsize=(6, 3.6))
     points = partitions_points(figures)
-    axes.plot([p for p, _ in points], [ms for _, ms in points], marker="o", label="the course's other settings")
+    axes.plot(
+        [p for p, _ in points],
+        [ms for _, ms in points],
+        marker="o",
+        label="the course's other settings",
+    )
     if "stateful_default_batch_p50_ms" in figures:
-        axes.plot([figures.get("stateful_default_partitions", 200)], [figures["stateful_default_batch_p50_ms"]],
-                  marker="s", linestyle="none", color="tab:red", label="Spark's defaults")
+        axes.plot(
+            [figures.get("stateful_default_partitions", 200)],
+            [figures["stateful_default_batch_p50_ms"]],
+            marker="s",
+            linestyle="none",
+            color="tab:red",
+            label="Spark's defaults",
+        )
     axes.legend(fontsize=8)
     axes.set_xscale("log")
     axes.set_xlabel("spark.sql.shuffle.partitions")
@@ -59,7 +75,9 @@ def draw(figures: dict, folder: Path, title_note: str) -> list[Path]:
 
     figure, axes = plt.subplots(figsize=(6, 3.6))
     for name, points in state_points(figures).items():
-        axes.plot([k for k, _ in points], [ms for _, ms in points], marker="o", label=PROVIDER_NAMES[name])
+        axes.plot(
+            [k for k, _ in points], [ms for _, ms in points], marker="o", label=PROVIDER_NAMES[name]
+        )
     axes.set_xscale("log")
     axes.set_xlabel("keys in state")
     axes.set_ylabel("update micro-batch, p50 (ms)")

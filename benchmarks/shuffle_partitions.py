@@ -32,20 +32,42 @@ def main(argv: list[str] | None = None) -> None:
     from common.session import get_spark
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batches", type=int, default=5, help="measured micro-batches per setting (default: %(default)s)")
-    parser.add_argument("--partitions", type=int, nargs="+", default=[200, os.cpu_count() or 2],
-                        help="shuffle partition counts to compare")
+    parser.add_argument(
+        "--batches",
+        type=int,
+        default=5,
+        help="measured micro-batches per setting (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--partitions",
+        type=int,
+        nargs="+",
+        default=[200, os.cpu_count() or 2],
+        help="shuffle partition counts to compare",
+    )
     args = parser.parse_args(argv)
     spark = get_spark("benchmark-shuffle-partitions", ui=False)
-    print(f"cores: {os.cpu_count()}, {args.batches} batches per setting after {WARM_UP} warm-up, "
-          f"rate {ROWS_PER_SECOND}/s into groupBy().count() over {KEYS} keys, update mode")
+    print(
+        f"cores: {os.cpu_count()}, {args.batches} batches per setting after {WARM_UP} warm-up, "
+        f"rate {ROWS_PER_SECOND}/s into groupBy().count() over {KEYS} keys, update mode"
+    )
     print(f"{'shuffle partitions':>18} | {'median batch ms':>15} | {'min':>6} | {'max':>6}")
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for partitions in args.partitions:
-                stats = Stats.of(measure(spark, Path(tmp) / f"chk-{partitions}", {PARTITIONS_CONF: str(partitions)},
-                                         WARM_UP, args.batches))
-                print(f"{partitions:>18} | {stats.p50:>15.0f} | {stats.min:>6.0f} | {stats.max:>6.0f}", flush=True)
+                stats = Stats.of(
+                    measure(
+                        spark,
+                        Path(tmp) / f"chk-{partitions}",
+                        {PARTITIONS_CONF: str(partitions)},
+                        WARM_UP,
+                        args.batches,
+                    )
+                )
+                print(
+                    f"{partitions:>18} | {stats.p50:>15.0f} | {stats.min:>6.0f} | {stats.max:>6.0f}",
+                    flush=True,
+                )
     finally:
         spark.stop()
 

@@ -25,8 +25,10 @@ from common import paths
 from common.state_reader import CHANGELOG_CONF, HDFS_PROVIDER, PROVIDER_CONF, ROCKSDB_PROVIDER
 
 UPDATES_PER_BATCH = 1000
-PROVIDERS = {"hdfs": {PROVIDER_CONF: HDFS_PROVIDER},
-             "rocksdb": {PROVIDER_CONF: ROCKSDB_PROVIDER, CHANGELOG_CONF: "true"}}
+PROVIDERS = {
+    "hdfs": {PROVIDER_CONF: HDFS_PROVIDER},
+    "rocksdb": {PROVIDER_CONF: ROCKSDB_PROVIDER, CHANGELOG_CONF: "true"},
+}
 TIERS = {"10k": 10_000, "100k": 100_000, "1m": 1_000_000}
 BATCH_TIMEOUT = 300  # seconds per batch at worst (filling 1M keys on a busy machine)
 
@@ -42,23 +44,40 @@ def write_input(spark, folder: Path, keys: int, updates: int, files: int) -> Pat
         part = next(staging.glob("part-*.parquet"))
         target = folder / f"{number:05d}.parquet"
         shutil.move(str(part), target)
-        os.utime(target, (1_700_000_000 + number, 1_700_000_000 + number))  # the file source reads oldest first
+        os.utime(
+            target, (1_700_000_000 + number, 1_700_000_000 + number)
+        )  # the file source reads oldest first
     shutil.rmtree(staging, ignore_errors=True)
     return folder
 
 
-def measure(spark, folder: Path, checkpoint: Path, settings: dict, warm_up: int, samples: int) -> tuple[Stats, float]:
+def measure(
+    spark, folder: Path, checkpoint: Path, settings: dict, warm_up: int, samples: int
+) -> tuple[Stats, float]:
     """(update batch times in ms, median memoryUsedBytes in MB) of one provider over one input."""
     with sql_conf(spark, settings):
-        keys = spark.readStream.schema("key LONG").option("maxFilesPerTrigger", 1).parquet(paths.uri(folder))
+        keys = (
+            spark.readStream.schema("key LONG")
+            .option("maxFilesPerTrigger", 1)
+            .parquet(paths.uri(folder))
+        )
         counts = keys.groupBy("key").count()
-        query = (counts.writeStream.format("noop").outputMode("update")
-                 .option("checkpointLocation", paths.uri(checkpoint)).start())
+        query = (
+            counts.writeStream.format("noop")
+            .outputMode("update")
+            .option("checkpointLocation", paths.uri(checkpoint))
+            .start()
+        )
     try:
-        batches = wait_for_batches(query, warm_up + samples, BATCH_TIMEOUT * (warm_up + samples))[warm_up:]
+        batches = wait_for_batches(query, warm_up + samples, BATCH_TIMEOUT * (warm_up + samples))[
+            warm_up:
+        ]
     finally:
         stop(query)
-    memory = statistics.median(batch["stateOperators"][0]["memoryUsedBytes"] for batch in batches) / 2**20
+    memory = (
+        statistics.median(batch["stateOperators"][0]["memoryUsedBytes"] for batch in batches)
+        / 2**20
+    )
     return Stats.of([batch["durationMs"]["triggerExecution"] for batch in batches]), memory
 
 
@@ -66,14 +85,27 @@ def run(spark, results: Results, progress, workdir: Path, size) -> dict[str, dic
     """Every provider at every size; {provider: {keys: median batch ms}} for the plot."""
     curve: dict[str, dict[int, float]] = {name: {} for name in PROVIDERS}
     for tier, keys in TIERS.items():
-        keys = min(keys, size.max_state_keys)  # --quick and --tiny: smaller states (the keys say how many)
+        keys = min(
+            keys, size.max_state_keys
+        )  # --quick and --tiny: smaller states (the keys say how many)
         results.put(f"state_store_{tier}_keys", keys)
-        folder = write_input(spark, workdir / f"state-{tier}", keys, min(UPDATES_PER_BATCH, keys),
-                             1 + size.warm_up + size.samples)
+        folder = write_input(
+            spark,
+            workdir / f"state-{tier}",
+            keys,
+            min(UPDATES_PER_BATCH, keys),
+            1 + size.warm_up + size.samples,
+        )
         for name, settings in PROVIDERS.items():
             with progress.step("state stores", f"{name}, {keys:,} keys"):
-                stats, memory = measure(spark, folder, workdir / f"state-{tier}-{name}", settings,
-                                        1 + size.warm_up, size.samples)  # 1: the batch that fills the state
+                stats, memory = measure(
+                    spark,
+                    folder,
+                    workdir / f"state-{tier}-{name}",
+                    settings,
+                    1 + size.warm_up,
+                    size.samples,
+                )  # 1: the batch that fills the state
             results.put_median(f"state_store_{name}_{tier}_batch_ms", stats)
             results.put(f"state_store_{name}_{tier}_memory_mb", memory)
             curve[name][keys] = stats.p50

@@ -36,9 +36,15 @@ MIN_BATCHES_CONF = "spark.sql.streaming.minBatchesToRetain"
 MAINTENANCE_CONF = "spark.sql.streaming.stateStore.maintenanceInterval"
 # Spark's own values for every setting the course changes or tries; set explicitly, so the
 # "defaults" side stays Spark's whatever common/session.py makes the course's default.
-SPARK_DEFAULTS = {PARTITIONS_CONF: "200", PROVIDER_CONF: HDFS_PROVIDER, CHANGELOG_CONF: "false",
-                  NO_DATA_BATCHES_CONF: "true", MIN_BATCHES_CONF: "100", MAINTENANCE_CONF: "60s",
-                  CHECKPOINT_MANAGER_CONF: FILE_CONTEXT_CHECKPOINTS}
+SPARK_DEFAULTS = {
+    PARTITIONS_CONF: "200",
+    PROVIDER_CONF: HDFS_PROVIDER,
+    CHANGELOG_CONF: "false",
+    NO_DATA_BATCHES_CONF: "true",
+    MIN_BATCHES_CONF: "100",
+    MAINTENANCE_CONF: "60s",
+    CHECKPOINT_MANAGER_CONF: FILE_CONTEXT_CHECKPOINTS,
+}
 # One candidate at a time on top of the course's settings.
 CANDIDATES = {
     "rocksdb": {PROVIDER_CONF: ROCKSDB_PROVIDER},
@@ -55,8 +61,12 @@ def measure(spark, checkpoint: Path, settings: dict, warm_up: int, measured: int
     with sql_conf(spark, settings):
         numbers = spark.readStream.format("rate").option("rowsPerSecond", ROWS_PER_SECOND).load()
         counts = numbers.groupBy((F.col("value") % KEYS).alias("key")).count()
-        query = (counts.writeStream.format("noop").outputMode("update")
-                 .option("checkpointLocation", paths.uri(checkpoint)).start())
+        query = (
+            counts.writeStream.format("noop")
+            .outputMode("update")
+            .option("checkpointLocation", paths.uri(checkpoint))
+            .start()
+        )
     try:
         return batch_times(query, warm_up, measured, timeout=BATCH_TIMEOUT * (warm_up + measured))
     finally:
@@ -72,8 +82,12 @@ def run(spark, results: Results, progress, workdir: Path, size) -> None:
         tuned = Stats.of(measure(spark, workdir / "tuned", {}, size.warm_up, size.samples))
     results.put_stats("stateful_batch", tuned)
     defaults = {**SPARK_DEFAULTS, PARTITIONS_CONF: str(size.default_partitions)}
-    with progress.step("stateful", f"Spark's defaults ({size.default_partitions} shuffle partitions)"):
-        default = Stats.of(measure(spark, workdir / "defaults", defaults, size.warm_up, size.samples))
+    with progress.step(
+        "stateful", f"Spark's defaults ({size.default_partitions} shuffle partitions)"
+    ):
+        default = Stats.of(
+            measure(spark, workdir / "defaults", defaults, size.warm_up, size.samples)
+        )
     results.put_stats("stateful_default_batch", default)
     results.put("stateful_default_partitions", size.default_partitions)
     results.put("stateful_default_over_tuned", default.p50 / tuned.p50)
@@ -82,7 +96,9 @@ def run(spark, results: Results, progress, workdir: Path, size) -> None:
     results.put_stats(f"stateful_partitions_{spark.conf.get(PARTITIONS_CONF)}", tuned)
     for name, settings in CANDIDATES.items() if size.candidates else ():
         with progress.step("stateful", f"course settings + {name}"):
-            tried = Stats.of(measure(spark, workdir / f"try-{name}", settings, size.warm_up, size.samples))
+            tried = Stats.of(
+                measure(spark, workdir / f"try-{name}", settings, size.warm_up, size.samples)
+            )
         results.put_stats(f"stateful_try_{name}", tried)
     if size.candidates:
         # The course's side once more, after the candidates: a full run on 2 cores measured every
@@ -90,18 +106,36 @@ def run(spark, results: Results, progress, workdir: Path, size) -> None:
         # cannot matter here (no-data batches: the rate source always has data). Compare each
         # candidate with this one too.
         with progress.step("stateful", "course settings again"):
-            again = Stats.of(measure(spark, workdir / "tuned-again", {}, size.warm_up, size.samples))
+            again = Stats.of(
+                measure(spark, workdir / "tuned-again", {}, size.warm_up, size.samples)
+            )
         results.put_stats("stateful_course_again", again)
-    partitions_curve(spark, results, progress, workdir, size.partitions_curve, size.warm_up, size.samples)
+    partitions_curve(
+        spark, results, progress, workdir, size.partitions_curve, size.warm_up, size.samples
+    )
 
 
-def partitions_curve(spark, results: Results, progress, workdir: Path, partitions: list[int],
-                     warm_up: int, samples: int) -> dict[int, Stats]:
+def partitions_curve(
+    spark,
+    results: Results,
+    progress,
+    workdir: Path,
+    partitions: list[int],
+    warm_up: int,
+    samples: int,
+) -> dict[int, Stats]:
     """The course's settings at each shuffle partition count: stateful_partitions_<n>_p50_ms."""
     curve = {}
     for count in partitions:
         with progress.step("stateful", f"{count} shuffle partitions"):
-            curve[count] = Stats.of(measure(spark, workdir / f"partitions-{count}", {PARTITIONS_CONF: str(count)},
-                                            warm_up, samples))
+            curve[count] = Stats.of(
+                measure(
+                    spark,
+                    workdir / f"partitions-{count}",
+                    {PARTITIONS_CONF: str(count)},
+                    warm_up,
+                    samples,
+                )
+            )
         results.put_stats(f"stateful_partitions_{count}", curve[count])
     return curve

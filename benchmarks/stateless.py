@@ -30,26 +30,42 @@ ROWS_PER_SECOND = 1
 BATCH_TIMEOUT = 30  # seconds per batch at worst (one comes every second)
 PARTS = ("latestOffset", "queryPlanning", "walCommit", "addBatch", "commitOffsets")
 TOPIC = "bench-stateless"
-ASYNC = {"asyncProgressTrackingEnabled": "true", "asyncProgressTrackingCheckpointIntervalMs": "1000"}
+ASYNC = {
+    "asyncProgressTrackingEnabled": "true",
+    "asyncProgressTrackingCheckpointIntervalMs": "1000",
+}
 
 
 def start(spark, checkpoint: Path, sink: str, options: dict):
     numbers = spark.readStream.format("rate").option("rowsPerSecond", ROWS_PER_SECOND).load()
     if sink == "kafka":
         numbers = numbers.select(F.col("value").cast("string").alias("value"))
-    writer = numbers.writeStream.format(sink).option("checkpointLocation", paths.uri(checkpoint)).trigger(processingTime="0 seconds")
+    writer = (
+        numbers.writeStream.format(sink)
+        .option("checkpointLocation", paths.uri(checkpoint))
+        .trigger(processingTime="0 seconds")
+    )
     for key, value in options.items():
         writer = writer.option(key, value)
     return writer.start()
 
 
-def measure(spark, checkpoint: Path, size, *, sink: str = "noop", options: dict | None = None,
-            settings: dict | None = None) -> list[dict]:
+def measure(
+    spark,
+    checkpoint: Path,
+    size,
+    *,
+    sink: str = "noop",
+    options: dict | None = None,
+    settings: dict | None = None,
+) -> list[dict]:
     """The reports of ``size.samples`` micro-batches after ``size.warm_up`` dropped ones."""
     with sql_conf(spark, settings or {}):
         query = start(spark, checkpoint, sink, options or {})
     try:
-        return wait_for_batches(query, size.warm_up + size.samples, BATCH_TIMEOUT * (size.warm_up + size.samples))[size.warm_up:]
+        return wait_for_batches(
+            query, size.warm_up + size.samples, BATCH_TIMEOUT * (size.warm_up + size.samples)
+        )[size.warm_up :]
     finally:
         stop(query)
 
@@ -65,15 +81,26 @@ def run(spark, results: Results, progress, workdir: Path, size, bootstrap: str) 
         batches = measure(spark, workdir / "noop", size)
     results.put_stats("stateless_batch", times(batches))
     for part in PARTS:
-        results.put(f"stateless_{part}_ms", statistics.median(batch["durationMs"].get(part, 0) for batch in batches))
+        results.put(
+            f"stateless_{part}_ms",
+            statistics.median(batch["durationMs"].get(part, 0) for batch in batches),
+        )
     with progress.step("stateless", "the same with Spark's checkpoint file manager (FileContext)"):
-        default = measure(spark, workdir / "noop-file-context", size,
-                          settings={CHECKPOINT_MANAGER_CONF: FILE_CONTEXT_CHECKPOINTS})
+        default = measure(
+            spark,
+            workdir / "noop-file-context",
+            size,
+            settings={CHECKPOINT_MANAGER_CONF: FILE_CONTEXT_CHECKPOINTS},
+        )
     results.put_stats("stateless_default_batch", times(default))
     if size.candidates:
         with progress.step("stateless", "+ minBatchesToRetain=10"):
-            tried = measure(spark, workdir / "noop-min-batches", size,
-                            settings={"spark.sql.streaming.minBatchesToRetain": "10"})
+            tried = measure(
+                spark,
+                workdir / "noop-min-batches",
+                size,
+                settings={"spark.sql.streaming.minBatchesToRetain": "10"},
+            )
         results.put_stats("stateless_try_min_batches_to_retain_10", times(tried))
     recreate_topics(bootstrap, [TOPIC], 1)
     kafka = {**spark_options(bootstrap), "topic": TOPIC}
@@ -81,5 +108,7 @@ def run(spark, results: Results, progress, workdir: Path, size, bootstrap: str) 
         synced = measure(spark, workdir / "kafka", size, sink="kafka", options=kafka)
     results.put_stats("stateless_kafka_batch", times(synced))
     with progress.step("stateless", "rate -> Kafka, asyncProgressTrackingEnabled"):
-        asynced = measure(spark, workdir / "kafka-async", size, sink="kafka", options={**kafka, **ASYNC})
+        asynced = measure(
+            spark, workdir / "kafka-async", size, sink="kafka", options={**kafka, **ASYNC}
+        )
     results.put_stats("stateless_kafka_async_batch", times(asynced))

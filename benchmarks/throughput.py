@@ -28,16 +28,26 @@ BATCH_TIMEOUT = 120
 
 def rates(query, warm_up: int, samples: int) -> Stats:
     try:
-        batches = wait_for_batches(query, warm_up + samples, BATCH_TIMEOUT * (warm_up + samples))[warm_up:]
+        batches = wait_for_batches(query, warm_up + samples, BATCH_TIMEOUT * (warm_up + samples))[
+            warm_up:
+        ]
     finally:
         stop(query)
-    return Stats.of([batch["numInputRows"] * 1000 / max(batch["durationMs"]["triggerExecution"], 1)
-                     for batch in batches])
+    return Stats.of(
+        [
+            batch["numInputRows"] * 1000 / max(batch["durationMs"]["triggerExecution"], 1)
+            for batch in batches
+        ]
+    )
 
 
 def to_delta(events, table: Path, checkpoint: Path):
-    return (events.writeStream.format("delta").option("checkpointLocation", paths.uri(checkpoint))
-            .trigger(processingTime="0 seconds").start(paths.uri(table)))
+    return (
+        events.writeStream.format("delta")
+        .option("checkpointLocation", paths.uri(checkpoint))
+        .trigger(processingTime="0 seconds")
+        .start(paths.uri(table))
+    )
 
 
 def files_to_delta(spark, workdir: Path, size) -> Stats:
@@ -47,27 +57,54 @@ def files_to_delta(spark, workdir: Path, size) -> Stats:
     lines = [value.decode() for _, value in messages(size.rows_per_file // cores)]
     for number in range((size.warm_up + size.samples) * cores):  # a file per core in each batch
         (folder / f"{number:05d}.json").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    events = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", cores).json(paths.uri(folder))
-    return rates(to_delta(events, workdir / "json-delta", workdir / "json-delta-chk"), size.warm_up, size.samples)
+    events = (
+        spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", cores).json(paths.uri(folder))
+    )
+    return rates(
+        to_delta(events, workdir / "json-delta", workdir / "json-delta-chk"),
+        size.warm_up,
+        size.samples,
+    )
 
 
-def kafka_to_delta(spark, workdir: Path, size, bootstrap: str, options: dict | None = None) -> Stats:
+def kafka_to_delta(
+    spark, workdir: Path, size, bootstrap: str, options: dict | None = None
+) -> Stats:
     recreate_topics(bootstrap, [TOPIC], os.cpu_count() or 1)  # a partition per core: one task each
     batches = size.warm_up + size.samples
-    confluent_rate(bootstrap, TOPIC, messages(size.rows_per_file * batches))  # the fast client fills it
-    reader = (spark.readStream.format("kafka").options(**spark_options(bootstrap)).option("subscribe", TOPIC)
-              .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", size.rows_per_file))
+    confluent_rate(
+        bootstrap, TOPIC, messages(size.rows_per_file * batches)
+    )  # the fast client fills it
+    reader = (
+        spark.readStream.format("kafka")
+        .options(**spark_options(bootstrap))
+        .option("subscribe", TOPIC)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", size.rows_per_file)
+    )
     for key, value in (options or {}).items():
         reader = reader.option(key, value)
     raw = reader.load()
     events = raw.select(F.from_json(F.col("value").cast("string"), SCHEMA).alias("e")).select("e.*")
-    return rates(to_delta(events, workdir / "kafka-delta", workdir / "kafka-delta-chk"), size.warm_up, size.samples)
+    return rates(
+        to_delta(events, workdir / "kafka-delta", workdir / "kafka-delta-chk"),
+        size.warm_up,
+        size.samples,
+    )
 
 
 def rate_to_noop(spark, workdir: Path, size) -> Stats:
-    numbers = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", size.rate_rows_per_batch).load()
-    query = (numbers.writeStream.format("noop").option("checkpointLocation", paths.uri(workdir / "rate-noop"))
-             .trigger(processingTime="0 seconds").start())
+    numbers = (
+        spark.readStream.format("rate-micro-batch")
+        .option("rowsPerBatch", size.rate_rows_per_batch)
+        .load()
+    )
+    query = (
+        numbers.writeStream.format("noop")
+        .option("checkpointLocation", paths.uri(workdir / "rate-noop"))
+        .trigger(processingTime="0 seconds")
+        .start()
+    )
     return rates(query, size.warm_up, size.samples)
 
 
@@ -75,6 +112,8 @@ def run(spark, results: Results, progress, workdir: Path, size, bootstrap: str) 
     with progress.step("throughput", f"JSON files -> Delta, {size.rows_per_file:,} rows a batch"):
         results.put_median("files_to_delta_rows_per_s", files_to_delta(spark, workdir, size))
     with progress.step("throughput", f"Kafka -> Delta, {size.rows_per_file:,} rows a batch"):
-        results.put_median("kafka_to_delta_rows_per_s", kafka_to_delta(spark, workdir, size, bootstrap))
+        results.put_median(
+            "kafka_to_delta_rows_per_s", kafka_to_delta(spark, workdir, size, bootstrap)
+        )
     with progress.step("throughput", f"rate -> noop, {size.rate_rows_per_batch:,} rows a batch"):
         results.put_median("rate_to_noop_rows_per_s", rate_to_noop(spark, workdir, size))

@@ -150,17 +150,35 @@ def split_into_files(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = cli.simulator_parser(__doc__, count=DEFAULT_COUNT, interval=DEFAULT_INTERVAL,
-                                  output_dir=paths.AD_EVENTS_DIR)
-    parser.add_argument("--batch-size", type=cli.positive_int, default=DEFAULT_BATCH_SIZE,
-                        help="impressions per file (default: %(default)s)")
-    parser.add_argument("--click-probability", type=float, default=0.3,
-                        help="average chance that an impression is clicked (default: %(default)s)")
-    parser.add_argument("--max-click-delay", type=cli.positive_int, default=600, metavar="SECONDS",
-                        help="most clicks come within this many seconds of their impression (default: %(default)s)")
-    parser.add_argument("--late-fraction", type=float, default=0.0,
-                        help=f"share of records that arrive {LATE_ARRIVAL_SECONDS} s late, out of order "
-                             "(default: %(default)s)")
+    parser = cli.simulator_parser(
+        __doc__, count=DEFAULT_COUNT, interval=DEFAULT_INTERVAL, output_dir=paths.AD_EVENTS_DIR
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=cli.positive_int,
+        default=DEFAULT_BATCH_SIZE,
+        help="impressions per file (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--click-probability",
+        type=float,
+        default=0.3,
+        help="average chance that an impression is clicked (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--max-click-delay",
+        type=cli.positive_int,
+        default=600,
+        metavar="SECONDS",
+        help="most clicks come within this many seconds of their impression (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--late-fraction",
+        type=float,
+        default=0.0,
+        help=f"share of records that arrive {LATE_ARRIVAL_SECONDS} s late, out of order "
+        "(default: %(default)s)",
+    )
     args = parser.parse_args(argv)
     for name in ("click_probability", "late_fraction"):
         if not 0.0 <= getattr(args, name) <= 1.0:
@@ -178,26 +196,41 @@ def main(argv: list[str] | None = None) -> int:
         late_fraction=args.late_fraction,
     )
     chunks = split_into_files(timeline, base_time, args.batch_size, args.count)
-    print(f"Writing {args.count} impressions in {len(chunks)} files to "
-          f"{paths.display(folder)}/{{impressions,clicks}}/, one pair every {args.interval:g} s "
-          f"(first impression at {iso(base_time)}).", flush=True)
-    code = run_file_simulator(SIMULATOR_NAME, folder, ad_files(chunks, base_time, args.seed), args.interval)
+    print(
+        f"Writing {args.count} impressions in {len(chunks)} files to "
+        f"{paths.display(folder)}/{{impressions,clicks}}/, one pair every {args.interval:g} s "
+        f"(first impression at {iso(base_time)}).",
+        flush=True,
+    )
+    code = run_file_simulator(
+        SIMULATOR_NAME, folder, ad_files(chunks, base_time, args.seed), args.interval
+    )
     if code == 0:
         print("Done.", flush=True)
     return code
 
 
-def ad_files(chunks: list[tuple[list[dict], list[dict]]], base_time: datetime, seed: int) -> Iterator[list[SimFile]]:
+def ad_files(
+    chunks: list[tuple[list[dict], list[dict]]], base_time: datetime, seed: int
+) -> Iterator[list[SimFile]]:
     """One batch per chunk: its impressions file, then its clicks file (an empty one is left out)."""
     # The run's base time and seed in every name: a second run adds files instead of
     # replacing ones a streaming query has already read (it would ignore those).
     stamp = f"{base_time.astimezone(timezone.utc):%Y%m%dT%H%M%SZ}-s{seed}"
     for number, (impressions, clicks) in enumerate(chunks):
         # Impressions first: with no late records, a click's impression is already there.
-        batch = [SimFile(f"impressions/impressions-{stamp}-{number:04d}.json", json_lines(impressions),
-                         f"{len(impressions)} impression{'s' * (len(impressions) != 1)}"),
-                 SimFile(f"clicks/clicks-{stamp}-{number:04d}.json", json_lines(clicks),
-                         f"{len(clicks)} click{'s' * (len(clicks) != 1)}")]
+        batch = [
+            SimFile(
+                f"impressions/impressions-{stamp}-{number:04d}.json",
+                json_lines(impressions),
+                f"{len(impressions)} impression{'s' * (len(impressions) != 1)}",
+            ),
+            SimFile(
+                f"clicks/clicks-{stamp}-{number:04d}.json",
+                json_lines(clicks),
+                f"{len(clicks)} click{'s' * (len(clicks) != 1)}",
+            ),
+        ]
         yield [file for file in batch if file.text]
 
 

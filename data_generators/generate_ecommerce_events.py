@@ -43,13 +43,21 @@ USERS = 40  # USER-2000 .. USER-2039
 
 def main(argv: list[str] | None = None) -> int:
     parser = cli.simulator_parser(__doc__, count=5, interval=5, output_dir=paths.ECOMMERCE_DIR)
-    parser.add_argument("--events-per-file", type=cli.positive_int, default=20, metavar="N",
-                        help="events per file (default: %(default)s)")
+    parser.add_argument(
+        "--events-per-file",
+        type=cli.positive_int,
+        default=20,
+        metavar="N",
+        help="events per file (default: %(default)s)",
+    )
     args = parser.parse_args(argv)
     folder = args.output_dir.resolve()
 
-    print(f"Writing {args.count} file(s) of {args.events_per_file} shop events to {paths.display(folder)} "
-          f"every {args.interval:g} s (Ctrl-C stops).", flush=True)
+    print(
+        f"Writing {args.count} file(s) of {args.events_per_file} shop events to {paths.display(folder)} "
+        f"every {args.interval:g} s (Ctrl-C stops).",
+        flush=True,
+    )
     return run_file_simulator("ecommerce", folder, event_files(folder, args), args.interval)
 
 
@@ -58,12 +66,23 @@ def event_files(folder: Path, args) -> Iterator[list[SimFile]]:
     first_file, start = continue_after(folder, FILE_PATTERN)
     base_time = args.base_time or now_for(start, args.seed)
     for number in range(args.count):
-        events = make_ecommerce_events(args.events_per_file, seed=args.seed, base_time=base_time,
-                                       start=start + number * args.events_per_file)
-        kinds = ", ".join(f"{sum(e['event_type'] == kind for e in events)} {kind}"
-                          for kind in ("view", "cart", "purchase"))
-        yield [SimFile(f"{FILE_PREFIX}-{first_file + number:04d}.json", json_lines(events),
-                       f"{len(events)} events: {kinds}")]
+        events = make_ecommerce_events(
+            args.events_per_file,
+            seed=args.seed,
+            base_time=base_time,
+            start=start + number * args.events_per_file,
+        )
+        kinds = ", ".join(
+            f"{sum(e['event_type'] == kind for e in events)} {kind}"
+            for kind in ("view", "cart", "purchase")
+        )
+        yield [
+            SimFile(
+                f"{FILE_PREFIX}-{first_file + number:04d}.json",
+                json_lines(events),
+                f"{len(events)} events: {kinds}",
+            )
+        ]
 
 
 def make_ecommerce_events(

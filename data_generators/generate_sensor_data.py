@@ -44,23 +44,51 @@ DAILY_SWING_PERIOD_SECONDS = 600  # a slow up-and-down so charts are not flat
 
 def main(argv: list[str] | None = None) -> int:
     parser = cli.simulator_parser(__doc__, count=5, interval=5, output_dir=paths.SENSOR_DIR)
-    parser.add_argument("--readings-per-file", type=cli.positive_int, default=10, metavar="N",
-                        help="readings per file (default: %(default)s)")
-    parser.add_argument("--sensors", type=cli.positive_int, default=3, metavar="N",
-                        help="number of sensors, SENSOR-0 .. SENSOR-N-1 (default: %(default)s)")
-    parser.add_argument("--late-fraction", type=float, default=0.1, metavar="F",
-                        help="share of readings that arrive very late, 0..1 (default: %(default)s)")
-    parser.add_argument("--max-lateness", type=cli.non_negative_seconds, default=60, metavar="SECONDS",
-                        help="how late a very late reading can be (default: %(default)s)")
-    parser.add_argument("--disorder", type=cli.non_negative_seconds, default=5, metavar="SECONDS",
-                        help="how far behind any reading can be (default: %(default)s)")
+    parser.add_argument(
+        "--readings-per-file",
+        type=cli.positive_int,
+        default=10,
+        metavar="N",
+        help="readings per file (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--sensors",
+        type=cli.positive_int,
+        default=3,
+        metavar="N",
+        help="number of sensors, SENSOR-0 .. SENSOR-N-1 (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--late-fraction",
+        type=float,
+        default=0.1,
+        metavar="F",
+        help="share of readings that arrive very late, 0..1 (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--max-lateness",
+        type=cli.non_negative_seconds,
+        default=60,
+        metavar="SECONDS",
+        help="how late a very late reading can be (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--disorder",
+        type=cli.non_negative_seconds,
+        default=5,
+        metavar="SECONDS",
+        help="how far behind any reading can be (default: %(default)s)",
+    )
     args = parser.parse_args(argv)
     if not 0 <= args.late_fraction <= 1:
         parser.error("--late-fraction must be between 0 and 1")
     folder = args.output_dir.resolve()
 
-    print(f"Writing {args.count} file(s) of {args.readings_per_file} readings from {args.sensors} sensors to "
-          f"{paths.display(folder)} every {args.interval:g} s (Ctrl-C stops).", flush=True)
+    print(
+        f"Writing {args.count} file(s) of {args.readings_per_file} readings from {args.sensors} sensors to "
+        f"{paths.display(folder)} every {args.interval:g} s (Ctrl-C stops).",
+        flush=True,
+    )
     return run_file_simulator("sensors", folder, reading_files(folder, args), args.interval)
 
 
@@ -70,13 +98,23 @@ def reading_files(folder: Path, args) -> Iterator[list[SimFile]]:
     base_time = args.base_time or now_for(start)
     for number in range(args.count):
         readings = make_sensor_readings(
-            args.readings_per_file, seed=args.seed, base_time=base_time, sensors=args.sensors,
-            late_fraction=args.late_fraction, max_lateness_seconds=args.max_lateness,
-            disorder_seconds=args.disorder, start=start + number * args.readings_per_file,
+            args.readings_per_file,
+            seed=args.seed,
+            base_time=base_time,
+            sensors=args.sensors,
+            late_fraction=args.late_fraction,
+            max_lateness_seconds=args.max_lateness,
+            disorder_seconds=args.disorder,
+            start=start + number * args.readings_per_file,
         )
         late = count_late(readings, base_time, args.disorder)
-        yield [SimFile(f"{FILE_PREFIX}-{first_file + number:04d}.json", json_lines(readings),
-                       f"{len(readings)} readings, {late} very late")]
+        yield [
+            SimFile(
+                f"{FILE_PREFIX}-{first_file + number:04d}.json",
+                json_lines(readings),
+                f"{len(readings)} readings, {late} very late",
+            )
+        ]
 
 
 def make_sensor_readings(
@@ -114,7 +152,11 @@ def make_sensor_readings(
             delay = round(shortest + lateness * (max_lateness_seconds - shortest))
         true_seconds = index * SECONDS_BETWEEN_READINGS
         # Each sensor has its own normal level; all share a slow swing and a little noise.
-        temperature = 20.0 + 1.5 * sensor + 2.0 * math.sin(2 * math.pi * true_seconds / DAILY_SWING_PERIOD_SECONDS)
+        temperature = (
+            20.0
+            + 1.5 * sensor
+            + 2.0 * math.sin(2 * math.pi * true_seconds / DAILY_SWING_PERIOD_SECONDS)
+        )
         temperature += noise + (spike if spike_roll < SPIKE_FRACTION else 0.0)
         readings.append(
             {
@@ -132,7 +174,9 @@ def count_late(readings: list[dict], base_time: datetime, disorder_seconds: floa
     """How many readings are behind their arrival by more than the usual disorder."""
     late = 0
     for reading in readings:
-        arrived = base_time + timedelta(seconds=(reading["reading_id"] - 1) * SECONDS_BETWEEN_READINGS)
+        arrived = base_time + timedelta(
+            seconds=(reading["reading_id"] - 1) * SECONDS_BETWEEN_READINGS
+        )
         taken = parse_iso(reading["event_time"])
         late += (arrived - taken).total_seconds() > disorder_seconds
     return late
@@ -140,7 +184,9 @@ def count_late(readings: list[dict], base_time: datetime, disorder_seconds: floa
 
 def now_for(start: int) -> datetime:
     """The base time that puts reading ``start`` at the current moment (the live default)."""
-    return datetime.now(timezone.utc).replace(microsecond=0) - timedelta(seconds=start * SECONDS_BETWEEN_READINGS)
+    return datetime.now(timezone.utc).replace(microsecond=0) - timedelta(
+        seconds=start * SECONDS_BETWEEN_READINGS
+    )
 
 
 if __name__ == "__main__":

@@ -48,7 +48,12 @@ DEFAULT_RATE = 10.0  # messages per second: slow enough to watch, fast enough to
 DEFAULT_PARTITIONS = 3  # so the partition column and per-key ordering have something to show
 SENSOR_TOPIC = "sensor-readings"
 KINDS = ("ecommerce", "sensor", "impressions", "clicks", "ads")
-KEY_FIELD = {"ecommerce": "user_id", "sensor": "sensor_id", "impression": "impression_id", "click": "impression_id"}
+KEY_FIELD = {
+    "ecommerce": "user_id",
+    "sensor": "sensor_id",
+    "impression": "impression_id",
+    "click": "impression_id",
+}
 DEFAULT_LATE_FRACTION = {"sensor": 0.1}  # the others arrive in order unless asked
 PROGRESS_EVERY_SECONDS = 2.0
 SEND_TIMEOUT_SECONDS = 30.0  # a message the broker has not acknowledged by then is an error
@@ -106,14 +111,19 @@ def main(argv: list[str] | None = None) -> int:
     rate = args.rate if args.rate is not None else (1 / args.interval if args.interval > 0 else 0.0)
     try:
         # SIGTERM (a lesson stopping us) and Ctrl-C both end in send_messages' flush.
-        return run_simulator(SIMULATOR_NAME, lambda: produce(bootstrap, messages, args, base_time, rate),
-                             stopped="every message sent so far was flushed to Kafka.")
+        return run_simulator(
+            SIMULATOR_NAME,
+            lambda: produce(bootstrap, messages, args, base_time, rate),
+            stopped="every message sent so far was flushed to Kafka.",
+        )
     except CourseError as error:
         print(str(error), file=sys.stderr)
         return 1
 
 
-def produce(bootstrap: str, messages: list[Message], args, base_time: datetime, rate: float) -> None:
+def produce(
+    bootstrap: str, messages: list[Message], args, base_time: datetime, rate: float
+) -> None:
     """Create the topics if missing, send the messages at ``rate``, and say what Kafka acknowledged."""
     from common import kafka
 
@@ -121,48 +131,103 @@ def produce(bootstrap: str, messages: list[Message], args, base_time: datetime, 
     kafka.check_reachable(bootstrap)
     kafka.ensure_topics(bootstrap, topics, partitions=args.partitions)
     pace = f"{rate:g} per second" if rate > 0 else "as fast as possible"
-    print(f"Sending {len(messages)} {args.kind} messages to {', '.join(topics)} at {bootstrap}, {pace} "
-          f"(first event time {base_time:%Y-%m-%dT%H:%M:%SZ}; Ctrl-C stops).", flush=True)
+    print(
+        f"Sending {len(messages)} {args.kind} messages to {', '.join(topics)} at {bootstrap}, {pace} "
+        f"(first event time {base_time:%Y-%m-%dT%H:%M:%SZ}; Ctrl-C stops).",
+        flush=True,
+    )
     deliveries = send_messages(bootstrap, messages, rate=rate, progress=show_progress)
     broken = sum(delivery.message.malformed for delivery in deliveries)
-    print(f"Done: {len(deliveries)} messages acknowledged by Kafka ({broken} deliberately malformed).", flush=True)
+    print(
+        f"Done: {len(deliveries)} messages acknowledged by Kafka ({broken} deliberately malformed).",
+        flush=True,
+    )
 
 
 def build_parser():
     parser = cli.simulator_parser(__doc__, count=DEFAULT_COUNT, interval=1 / DEFAULT_RATE)
-    parser.add_argument("--rate", type=float, default=None, metavar="PER_SECOND",
-                        help=f"messages per second, 0 = as fast as possible (default: {DEFAULT_RATE:g}; "
-                             "overrides --interval)")
-    parser.add_argument("--kind", choices=KINDS, default="ecommerce", help="what to send (default: %(default)s)")
-    parser.add_argument("--topic", default=None,
-                        help="topic to send to (default: events, sensor-readings, ad-impressions or ad-clicks "
-                             "by --kind; not with --kind ads)")
-    parser.add_argument("--impressions-topic", default=config.TOPIC_IMPRESSIONS,
-                        help="--kind ads/impressions: topic of the impressions (default: %(default)s)")
-    parser.add_argument("--clicks-topic", default=config.TOPIC_CLICKS,
-                        help="--kind ads/clicks: topic of the clicks (default: %(default)s)")
-    parser.add_argument("--bootstrap-servers", default=None, metavar="HOST:PORT",
-                        help="Kafka to send to (default: KAFKA_BOOTSTRAP_SERVERS or the course's broker, "
-                             f"{config.local_kafka_bootstrap()})")
-    parser.add_argument("--partitions", type=cli.positive_int, default=DEFAULT_PARTITIONS,
-                        help="partitions of topics this creates (default: %(default)s)")
-    parser.add_argument("--malformed-every", type=int, default=0, metavar="N",
-                        help="send every Nth message cut in half, not JSON (default: 0 = never)")
-    parser.add_argument("--late-fraction", type=float, default=None, metavar="F",
-                        help="share of records that arrive late, 0..1 (default: 0.1 for sensor, else 0)")
-    parser.add_argument("--max-lateness", type=cli.non_negative_seconds, default=60, metavar="SECONDS",
-                        help="--kind sensor: how late a late reading can be (default: %(default)s)")
-    parser.add_argument("--disorder", type=cli.non_negative_seconds, default=5, metavar="SECONDS",
-                        help="--kind sensor: how far out of order any reading can be (default: %(default)s)")
-    parser.add_argument("--enrich", action="store_true",
-                        help="--kind ecommerce: add a country and a user agent per shopper (Faker)")
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=None,
+        metavar="PER_SECOND",
+        help=f"messages per second, 0 = as fast as possible (default: {DEFAULT_RATE:g}; "
+        "overrides --interval)",
+    )
+    parser.add_argument(
+        "--kind", choices=KINDS, default="ecommerce", help="what to send (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--topic",
+        default=None,
+        help="topic to send to (default: events, sensor-readings, ad-impressions or ad-clicks "
+        "by --kind; not with --kind ads)",
+    )
+    parser.add_argument(
+        "--impressions-topic",
+        default=config.TOPIC_IMPRESSIONS,
+        help="--kind ads/impressions: topic of the impressions (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--clicks-topic",
+        default=config.TOPIC_CLICKS,
+        help="--kind ads/clicks: topic of the clicks (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--bootstrap-servers",
+        default=None,
+        metavar="HOST:PORT",
+        help="Kafka to send to (default: KAFKA_BOOTSTRAP_SERVERS or the course's broker, "
+        f"{config.local_kafka_bootstrap()})",
+    )
+    parser.add_argument(
+        "--partitions",
+        type=cli.positive_int,
+        default=DEFAULT_PARTITIONS,
+        help="partitions of topics this creates (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--malformed-every",
+        type=int,
+        default=0,
+        metavar="N",
+        help="send every Nth message cut in half, not JSON (default: 0 = never)",
+    )
+    parser.add_argument(
+        "--late-fraction",
+        type=float,
+        default=None,
+        metavar="F",
+        help="share of records that arrive late, 0..1 (default: 0.1 for sensor, else 0)",
+    )
+    parser.add_argument(
+        "--max-lateness",
+        type=cli.non_negative_seconds,
+        default=60,
+        metavar="SECONDS",
+        help="--kind sensor: how late a late reading can be (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--disorder",
+        type=cli.non_negative_seconds,
+        default=5,
+        metavar="SECONDS",
+        help="--kind sensor: how far out of order any reading can be (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--enrich",
+        action="store_true",
+        help="--kind ecommerce: add a country and a user agent per shopper (Faker)",
+    )
 
     return parser
 
 
 def check_options(parser, args) -> None:
     if args.kind == "ads" and args.topic:
-        parser.error("--topic does not apply to --kind ads: use --impressions-topic and --clicks-topic")
+        parser.error(
+            "--topic does not apply to --kind ads: use --impressions-topic and --clicks-topic"
+        )
     if args.late_fraction is not None and not 0 <= args.late_fraction <= 1:
         parser.error("--late-fraction must be between 0 and 1")
     if args.rate is not None and args.rate < 0:
@@ -198,8 +263,14 @@ def build_messages(
     elif kind == "sensor":
         from data_generators.generate_sensor_data import make_sensor_readings
 
-        records = make_sensor_readings(count, seed=seed, base_time=base_time, late_fraction=late,
-                                       max_lateness_seconds=max_lateness_seconds, disorder_seconds=disorder_seconds)
+        records = make_sensor_readings(
+            count,
+            seed=seed,
+            base_time=base_time,
+            late_fraction=late,
+            max_lateness_seconds=max_lateness_seconds,
+            disorder_seconds=disorder_seconds,
+        )
         keyed = [(topic or SENSOR_TOPIC, "sensor", record) for record in records]
     elif kind in ("impressions", "clicks", "ads"):
         from data_generators.generate_ad_events import make_ad_timeline
@@ -207,7 +278,11 @@ def build_messages(
         # The timeline is in arrival order: a click can come before a late impression.
         timeline = make_ad_timeline(count, seed=seed, base_time=base_time, late_fraction=late)
         targets = {"impression": topic or impressions_topic, "click": topic or clicks_topic}
-        wanted = {"impressions": {"impression"}, "clicks": {"click"}, "ads": {"impression", "click"}}[kind]
+        wanted = {
+            "impressions": {"impression"},
+            "clicks": {"click"},
+            "ads": {"impression", "click"},
+        }[kind]
         keyed = [(targets[what], what, record) for what, record, _ in timeline if what in wanted]
     else:
         raise ValueError(f"unknown kind {kind!r}; choose one of {', '.join(KINDS)}")
@@ -216,7 +291,14 @@ def build_messages(
     for number, (target, what, record) in enumerate(keyed, start=1):
         value = json.dumps(record, separators=(",", ":"))
         broken = malformed_every > 0 and number % malformed_every == 0
-        messages.append(Message(target, str(record[KEY_FIELD[what]]), cut_in_half(value) if broken else value, broken))
+        messages.append(
+            Message(
+                target,
+                str(record[KEY_FIELD[what]]),
+                cut_in_half(value) if broken else value,
+                broken,
+            )
+        )
     return messages
 
 
@@ -272,7 +354,9 @@ def send_messages(
     started = last_report = time.monotonic()
     try:
         for number, message in enumerate(messages, start=1):
-            futures.append(producer.send(message.topic, key=message.key.encode(), value=message.value.encode()))
+            futures.append(
+                producer.send(message.topic, key=message.key.encode(), value=message.value.encode())
+            )
             now = time.monotonic()
             if progress and now - last_report >= PROGRESS_EVERY_SECONDS:
                 progress(number, len(messages))
@@ -289,9 +373,13 @@ def send_messages(
     try:
         for message, future in zip(messages, futures):
             metadata = future.get(timeout=SEND_TIMEOUT_SECONDS)
-            deliveries.append(Delivery(message, metadata.partition, metadata.offset, metadata.timestamp))
+            deliveries.append(
+                Delivery(message, metadata.partition, metadata.offset, metadata.timestamp)
+            )
     except KafkaError as error:
-        raise CourseError(unreachable_advice(bootstrap, f"a message was not acknowledged: {error}")) from error
+        raise CourseError(
+            unreachable_advice(bootstrap, f"a message was not acknowledged: {error}")
+        ) from error
     if progress:
         progress(len(deliveries), len(messages))
     return deliveries

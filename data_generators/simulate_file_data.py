@@ -35,24 +35,44 @@ FILE_PATTERN = re.compile(rf"^{FILE_PREFIX}-(\d+)\.json$")
 SECONDS_BETWEEN_TRANSACTIONS = 3  # event time advances ~3 s per transaction
 USERS = 50  # USER-1000 .. USER-1049, so per-user aggregations have repeats
 # A typical basket size per category, so Electronics amounts look like Electronics.
-AMOUNT_RANGE = {"Electronics": (25.0, 1500.0), "Sports": (10.0, 300.0), "Home": (5.0, 400.0), "Fashion": (10.0, 250.0)}
+AMOUNT_RANGE = {
+    "Electronics": (25.0, 1500.0),
+    "Sports": (10.0, 300.0),
+    "Home": (5.0, 400.0),
+    "Fashion": (10.0, 250.0),
+}
 DEFAULT_AMOUNT_RANGE = (5.0, 500.0)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = cli.simulator_parser(__doc__, count=5, interval=5, output_dir=paths.TRANSACTIONS_DIR)
-    parser.add_argument("--records-per-file", type=cli.positive_int, default=10, metavar="N",
-                        help="transactions per file (default: %(default)s)")
-    parser.add_argument("--malformed-every", type=int, default=0, metavar="N",
-                        help="replace every Nth line of each file with broken JSON (default: 0 = never)")
+    parser.add_argument(
+        "--records-per-file",
+        type=cli.positive_int,
+        default=10,
+        metavar="N",
+        help="transactions per file (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--malformed-every",
+        type=int,
+        default=0,
+        metavar="N",
+        help="replace every Nth line of each file with broken JSON (default: 0 = never)",
+    )
     args = parser.parse_args(argv)
     if args.malformed_every < 0:
         parser.error("--malformed-every must be 0 (never) or a positive number")
     folder = args.output_dir.resolve()
 
-    print(f"Writing {args.count} file(s) of {args.records_per_file} transactions to {paths.display(folder)} "
-          f"every {args.interval:g} s (Ctrl-C stops).", flush=True)
-    return run_file_simulator("transactions", folder, transaction_files(folder, args), args.interval)
+    print(
+        f"Writing {args.count} file(s) of {args.records_per_file} transactions to {paths.display(folder)} "
+        f"every {args.interval:g} s (Ctrl-C stops).",
+        flush=True,
+    )
+    return run_file_simulator(
+        "transactions", folder, transaction_files(folder, args), args.interval
+    )
 
 
 def transaction_files(folder: Path, args) -> Iterator[list[SimFile]]:
@@ -60,10 +80,18 @@ def transaction_files(folder: Path, args) -> Iterator[list[SimFile]]:
     first_file, start = continue_after(folder, FILE_PATTERN)
     base_time = args.base_time or now_for(start)
     for number in range(args.count):
-        records = make_transactions(args.records_per_file, seed=args.seed, base_time=base_time,
-                                    start=start + number * args.records_per_file)
+        records = make_transactions(
+            args.records_per_file,
+            seed=args.seed,
+            base_time=base_time,
+            start=start + number * args.records_per_file,
+        )
         text = render_file(records, malformed_every=args.malformed_every)
-        yield [SimFile(f"{FILE_PREFIX}-{first_file + number:04d}.json", text, f"{len(records)} records")]
+        yield [
+            SimFile(
+                f"{FILE_PREFIX}-{first_file + number:04d}.json", text, f"{len(records)} records"
+            )
+        ]
 
 
 def make_transactions(
@@ -123,7 +151,9 @@ def product_categories() -> list[str]:
 
 def now_for(start: int) -> datetime:
     """The base time that puts transaction ``start`` at the current moment (the live default)."""
-    return datetime.now(timezone.utc).replace(microsecond=0) - timedelta(seconds=start * SECONDS_BETWEEN_TRANSACTIONS)
+    return datetime.now(timezone.utc).replace(microsecond=0) - timedelta(
+        seconds=start * SECONDS_BETWEEN_TRANSACTIONS
+    )
 
 
 if __name__ == "__main__":

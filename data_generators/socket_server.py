@@ -62,7 +62,9 @@ def main(argv: list[str] | None = None) -> int:
         print(port_advice(args.host, args.port, error), file=sys.stderr)
         return EXIT_PORT_BUSY
     with server:
-        return run_simulator("socket", lambda: serve(server, args, script), stopped="the port is free again.")
+        return run_simulator(
+            "socket", lambda: serve(server, args, script), stopped="the port is free again."
+        )
 
 
 def serve(server: socket.socket, args, script: tuple[str, ...]) -> None:
@@ -91,19 +93,46 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--demo", action="store_true", help="send the built-in demo sentences")
-    source.add_argument("--file", type=Path, metavar="PATH", help="send the lines of this text file")
-    parser.add_argument("--host", default=config.SOCKET_HOST, help="address to listen on (default: %(default)s)")
-    parser.add_argument("--port", type=int, default=config.SOCKET_PORT, help="port to listen on (default: %(default)s)")
-    parser.add_argument("--interval", type=cli.non_negative_seconds, default=SCRIPTED_INTERVAL, metavar="SECONDS",
-                        help="pause between scripted lines (default: %(default)s)")
-    parser.add_argument("--count", type=cli.positive_int, default=None, metavar="N",
-                        help="send N scripted lines, repeating the script when it is shorter "
-                             "(default: every line once)")
-    parser.add_argument("--linger", type=cli.non_negative_seconds, default=None, metavar="SECONDS",
-                        help="after the last line, close after this long even if Spark stays "
-                             "(default: stay until Spark disconnects)")
-    parser.add_argument("--keep-serving", action="store_true",
-                        help="when Spark disconnects, wait for the next connection instead of stopping")
+    source.add_argument(
+        "--file", type=Path, metavar="PATH", help="send the lines of this text file"
+    )
+    parser.add_argument(
+        "--host", default=config.SOCKET_HOST, help="address to listen on (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=config.SOCKET_PORT,
+        help="port to listen on (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--interval",
+        type=cli.non_negative_seconds,
+        default=SCRIPTED_INTERVAL,
+        metavar="SECONDS",
+        help="pause between scripted lines (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--count",
+        type=cli.positive_int,
+        default=None,
+        metavar="N",
+        help="send N scripted lines, repeating the script when it is shorter "
+        "(default: every line once)",
+    )
+    parser.add_argument(
+        "--linger",
+        type=cli.non_negative_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="after the last line, close after this long even if Spark stays "
+        "(default: stay until Spark disconnects)",
+    )
+    parser.add_argument(
+        "--keep-serving",
+        action="store_true",
+        help="when Spark disconnects, wait for the next connection instead of stopping",
+    )
     return parser
 
 
@@ -123,9 +152,11 @@ def listen(host: str, port: int) -> socket.socket:
 
 def port_advice(host: str, port: int, error: OSError) -> str:
     if error.errno == errno.EADDRINUSE:
-        return (f"Port {port} on {host} is in use — another socket_server or lesson 05 is running. "
-                f"Stop it (Ctrl-C in its terminal), or use --port N here and give the lesson the same "
-                f"port.")
+        return (
+            f"Port {port} on {host} is in use — another socket_server or lesson 05 is running. "
+            f"Stop it (Ctrl-C in its terminal), or use --port N here and give the lesson the same "
+            f"port."
+        )
     return f"Cannot listen on {host}:{port}: {error.strerror or error}. Try another --port (1024-65535)."
 
 
@@ -135,7 +166,11 @@ def wait_for_client(server: socket.socket, host: str, port: int) -> socket.socke
     while True:
         client, address = server.accept()
         if closed_at_once(client):
-            print("(a connection opened and closed at once: a port check, still waiting)", file=sys.stderr, flush=True)
+            print(
+                "(a connection opened and closed at once: a port check, still waiting)",
+                file=sys.stderr,
+                flush=True,
+            )
             client.close()
             continue
         print(f"Spark connected from {address[0]}:{address[1]}.", flush=True)
@@ -205,7 +240,9 @@ def load_script(args) -> tuple[str, ...]:
         try:
             return tuple(args.file.read_text(encoding="utf-8").splitlines())
         except OSError as error:
-            raise SystemExit(f"Cannot read --file {args.file}: {error.strerror or error}") from error
+            raise SystemExit(
+                f"Cannot read --file {args.file}: {error.strerror or error}"
+            ) from error
     return ()
 
 

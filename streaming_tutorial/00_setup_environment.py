@@ -86,7 +86,9 @@ def build_products_per_category(products: DataFrame) -> DataFrame:
     """Products and their average list price per category, in category order: a first (batch) query."""
     return (
         products.groupBy("category")
-        .agg(F.count("*").alias("products"), F.round(F.avg("list_price"), 2).alias("avg_list_price"))
+        .agg(
+            F.count("*").alias("products"), F.round(F.avg("list_price"), 2).alias("avg_list_price")
+        )
         .orderBy("category")
     )
 
@@ -95,7 +97,9 @@ def check_machine() -> list[str]:
     """Print a ✓ or ✗ line per requirement; return the advice for each one that failed."""
     checks = run_checks()
     for check in checks:
-        print(f"  {'✓' if check.ok else '✗'} {check.name:<8} {check.detail if check.ok else 'NOT READY'}")
+        print(
+            f"  {'✓' if check.ok else '✗'} {check.name:<8} {check.detail if check.ok else 'NOT READY'}"
+        )
     return [f"{check.name}: {check.detail}" for check in checks if not check.ok]
 
 
@@ -112,16 +116,22 @@ def check_folders() -> list[str]:
     missing = []
     for folder in (paths.CHECKPOINT_DIR, paths.OUTPUT_DIR):
         ready = folder.is_dir()
-        print(f"  {'✓' if ready else '!'} {paths.display(folder):<26} {'ready' if ready else 'missing'}")
+        print(
+            f"  {'✓' if ready else '!'} {paths.display(folder):<26} {'ready' if ready else 'missing'}"
+        )
         if not ready:
             missing.append(paths.display(folder))
     warnings = []
     if empty:
-        warnings.append(f"No sample data in {', '.join(empty)}: run '{SETUP_ADVICE}' (lessons that need "
-                        "data can also start their simulator, but the docstrings show the sample data).")
+        warnings.append(
+            f"No sample data in {', '.join(empty)}: run '{SETUP_ADVICE}' (lessons that need "
+            "data can also start their simulator, but the docstrings show the sample data)."
+        )
     if missing:
-        warnings.append(f"Missing {', '.join(missing)}: '{SETUP_ADVICE}' creates them (lessons also create "
-                        "them when they need them).")
+        warnings.append(
+            f"Missing {', '.join(missing)}: '{SETUP_ADVICE}' creates them (lessons also create "
+            "them when they need them)."
+        )
     return warnings
 
 
@@ -140,7 +150,9 @@ def run_first_job(args) -> list[str]:
         print(f"  Session time zone:   {spark.conf.get('spark.sql.session.timeZone')}")
         print(f"  Products per category (a batch query on {paths.display(paths.PRODUCTS_CSV)}):")
         for row in build_products_per_category(sources.read_products(spark)).collect():
-            print(f"    {row.category:<12} {row.products} products, average list price {row.avg_list_price:.2f}")
+            print(
+                f"    {row.category:<12} {row.products} products, average list price {row.avg_list_price:.2f}"
+            )
     finally:
         spark.stop()
     return []
@@ -149,7 +161,11 @@ def run_first_job(args) -> list[str]:
 def show_connectors(jars_dir: Path) -> None:
     """Say which connector jars are in Ivy's cache (purely informational)."""
     for name, (jar, cached) in cached_connector_jars(jars_dir).items():
-        state = "cached" if cached else "not downloaded yet: the first lesson that needs it fetches it (needs network)"
+        state = (
+            "cached"
+            if cached
+            else "not downloaded yet: the first lesson that needs it fetches it (needs network)"
+        )
         print(f"  {'✓' if cached else '·'} {name:<12} {jar}: {state}")
 
 
@@ -165,9 +181,16 @@ def sample_data_status(folders) -> list[FolderStatus]:
 
 def connector_jars() -> dict[str, str]:
     """The file names Ivy gives the connectors' main jars, for this pyspark and delta-spark."""
-    packages = {"Kafka": kafka_package(), "Delta Lake": delta_package(), "SQLite JDBC": SQLITE_JDBC_PACKAGE}
+    packages = {
+        "Kafka": kafka_package(),
+        "Delta Lake": delta_package(),
+        "SQLite JDBC": SQLITE_JDBC_PACKAGE,
+    }
     # Ivy stores group:artifact:version as group_artifact-version.jar.
-    return {name: "{}_{}-{}.jar".format(*coordinates.split(":")) for name, coordinates in packages.items()}
+    return {
+        name: "{}_{}-{}.jar".format(*coordinates.split(":"))
+        for name, coordinates in packages.items()
+    }
 
 
 def cached_connector_jars(jars_dir: Path) -> dict[str, tuple[str, bool]]:
@@ -196,8 +219,11 @@ def main(argv: list[str] | None = None) -> int:
         for item in blockers:
             say(f"- {item}")
     else:
-        print("Ready: Python, Java, pyspark and Spark." if warnings
-              else "Ready: Python, Java, pyspark, Spark, the folders and the sample data.")
+        print(
+            "Ready: Python, Java, pyspark and Spark."
+            if warnings
+            else "Ready: Python, Java, pyspark, Spark, the folders and the sample data."
+        )
     if warnings:
         print("Worth doing:")
         for item in warnings:

@@ -63,14 +63,11 @@ def read_numbers(spark) -> DataFrame:
 def build_number_facts(numbers: DataFrame) -> DataFrame:
     """The same transformations you would write on a batch DataFrame."""
     # Nothing here knows it is a stream: filter keeps rows, select picks and computes columns.
-    return (
-        numbers.filter(F.col("value") % KEEP_EVERY == 0)
-        .select(
-            "timestamp",
-            "value",
-            (F.col("value") * F.col("value")).alias("value_squared"),
-            (F.col("value") % 2 == 0).alias("is_even"),
-        )
+    return numbers.filter(F.col("value") % KEEP_EVERY == 0).select(
+        "timestamp",
+        "value",
+        (F.col("value") * F.col("value")).alias("value_squared"),
+        (F.col("value") % 2 == 0).alias("is_even"),
     )
 
 

@@ -60,7 +60,15 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from common import cli, config, demos, narration, paths
-from common.runner import banner, foreach_batch, lesson_session, pick_trigger, run_lesson, run_queries, say
+from common.runner import (
+    banner,
+    foreach_batch,
+    lesson_session,
+    pick_trigger,
+    run_lesson,
+    run_queries,
+    say,
+)
 
 LESSON = "02_output_modes"
 ROWS_PER_BATCH = 3  # the live part's pace: three new orders per micro-batch
@@ -73,12 +81,17 @@ WATERMARK_DELAY = "30 seconds"  # how late an order may arrive and still be coun
 ORDER_SCHEMA = "category STRING, amount DOUBLE, event_time TIMESTAMP"
 # The walk-through's input: three micro-batches of orders. Event times move forward, so
 # the watermark does too.
-WALKTHROUGH_BATCHES = [[{"category": category, "amount": amount, "event_time": f"2025-01-15T{clock}Z"}
-                        for category, amount, clock in batch] for batch in (
-    [("books", 10.0, "10:30:05"), ("games", 20.0, "10:30:20"), ("books", 30.0, "10:30:40")],
-    [("games", 40.0, "10:31:10"), ("music", 5.0, "10:31:30")],
-    [("books", 20.0, "10:32:50")],
-)]
+WALKTHROUGH_BATCHES = [
+    [
+        {"category": category, "amount": amount, "event_time": f"2025-01-15T{clock}Z"}
+        for category, amount, clock in batch
+    ]
+    for batch in (
+        [("books", 10.0, "10:30:05"), ("games", 20.0, "10:30:20"), ("books", 30.0, "10:30:40")],
+        [("games", 40.0, "10:31:10"), ("music", 5.0, "10:31:30")],
+        [("books", 20.0, "10:32:50")],
+    )
+]
 
 
 def build_category_stats(orders: DataFrame) -> DataFrame:
@@ -111,7 +124,9 @@ def read_rate(spark) -> DataFrame:
     return (
         spark.readStream.format("rate-micro-batch")
         .option("rowsPerBatch", ROWS_PER_BATCH)
-        .option("startTimestamp", int(config.BASE_EVENT_TIME.timestamp() * 1000))  # the course's day
+        .option(
+            "startTimestamp", int(config.BASE_EVENT_TIME.timestamp() * 1000)
+        )  # the course's day
         .option("advanceMillisPerBatch", TRIGGER_SECONDS * 1000)
         .load()
     )
@@ -159,7 +174,9 @@ def start_printing(stream: DataFrame, mode: str, trigger: dict):
 
 def describe_row(row) -> str:
     """A row a replayed batch sent, in words: '[10:30-10:31) books: 2 orders, avg 20.0'."""
-    window = f"[{row.window.start:%H:%M}-{row.window.end:%H:%M}) " if "window" in row.__fields__ else ""
+    window = (
+        f"[{row.window.start:%H:%M}-{row.window.end:%H:%M}) " if "window" in row.__fields__ else ""
+    )
     return f"{window}{row.category}: {row.orders} order{'s' if row.orders > 1 else ''}, avg {row.avg_amount}"
 
 
@@ -172,11 +189,22 @@ def main(argv: list[str] | None = None) -> None:
             {WATERMARK_DELAY} behind the latest order: a window is emitted once the watermark
             passes its end.""")
         # A fresh start on every run (input and checkpoints under output/), so the table never changes.
-        demos.replay(spark, WALKTHROUGH_BATCHES, ORDER_SCHEMA, {
-            "complete": demos.Output(build_category_stats, "complete", lambda row: row.category),
-            "update": demos.Output(build_category_stats, "update", lambda row: row.category),
-            "append": demos.Output(build_windowed_category_stats, "append", lambda r: (r.window.start, r.category)),
-        }, paths.output_for(LESSON, "walkthrough"), describe_rows=lambda rows: " | ".join(map(describe_row, rows)))
+        demos.replay(
+            spark,
+            WALKTHROUGH_BATCHES,
+            ORDER_SCHEMA,
+            {
+                "complete": demos.Output(
+                    build_category_stats, "complete", lambda row: row.category
+                ),
+                "update": demos.Output(build_category_stats, "update", lambda row: row.category),
+                "append": demos.Output(
+                    build_windowed_category_stats, "append", lambda r: (r.window.start, r.category)
+                ),
+            },
+            paths.output_for(LESSON, "walkthrough"),
+            describe_rows=lambda rows: " | ".join(map(describe_row, rows)),
+        )
         say("""complete re-sends the whole table every batch (fine for a small dashboard,
             costly for millions of keys). update sends only the categories whose numbers
             changed. append sends each window exactly once, when it can no longer change:
@@ -186,9 +214,13 @@ def main(argv: list[str] | None = None) -> None:
 
         banner("2. What Spark refuses")
         live_orders = build_live_orders(read_rate(spark))
-        demos.show_refusal(lambda: start_noop(build_category_stats(live_orders), "append"),
-                           "Append on an aggregation without a watermark")
-        demos.show_refusal(lambda: start_noop(live_orders, "complete"), "Complete without an aggregation")
+        demos.show_refusal(
+            lambda: start_noop(build_category_stats(live_orders), "append"),
+            "Append on an aggregation without a watermark",
+        )
+        demos.show_refusal(
+            lambda: start_noop(live_orders, "complete"), "Complete without an aggregation"
+        )
         say("""Append promises that a row, once sent, never changes. A running count per
             category changes with every new order, so Spark refuses to start: pick complete
             or update, or add a watermark and an event-time window (part 1), whose row is

@@ -55,14 +55,26 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from common import checkpoints, cli, demos, narration, paths, simulators, sources
-from common.runner import banner, checkpoint_root, foreach_batch, lesson_session, run_lesson, run_queries, say
+from common.runner import (
+    banner,
+    checkpoint_root,
+    foreach_batch,
+    lesson_session,
+    run_lesson,
+    run_queries,
+    say,
+)
 from common.schemas import TRANSACTION_SCHEMA
 
 LESSON = "03_file_streaming"
 MAX_FILES_PER_TRIGGER = 1  # one file per micro-batch, so each batch is easy to follow
 TRIGGER_INTERVAL = "2 seconds"  # how often a watching query lists the folder
 # The simulator the lesson starts when the folder is empty: a few files, every 4th line broken.
-SIMULATOR = ("transactions", "simulate_file_data.py", ["--count", "3", "--interval", "3", "--malformed-every", "4"])
+SIMULATOR = (
+    "transactions",
+    "simulate_file_data.py",
+    ["--count", "3", "--interval", "3", "--malformed-every", "4"],
+)
 
 
 def read_transactions(spark, folder: Path) -> DataFrame:
@@ -91,12 +103,18 @@ def write_batch(batch: DataFrame, batch_id: int, quarantine: Path, tally: dict) 
             .orderBy("source_file")
             .collect()
         )
-        good, bad = sources.valid_records(batch, TRANSACTION_SCHEMA), sources.quarantined(batch, "source_file")
+        good, bad = (
+            sources.valid_records(batch, TRANSACTION_SCHEMA),
+            sources.quarantined(batch, "source_file"),
+        )
         bad_rows = bad.collect()
         if bad_rows:
             write_quarantine(bad, quarantine, batch_id)
         # An empty file is a micro-batch too, with no lines.
-        counts = [f"{f.source_file}: {f.lines - f.bad} rows parsed, {f.bad} lines quarantined" for f in per_file]
+        counts = [
+            f"{f.source_file}: {f.lines - f.bad} rows parsed, {f.bad} lines quarantined"
+            for f in per_file
+        ]
         print(f"\nBatch {batch_id} · {', '.join(counts) or 'a file with no lines'}")
         if sum(f.lines - f.bad for f in per_file):
             good.orderBy("transaction_id").show(truncate=False)
@@ -115,7 +133,9 @@ def write_quarantine(bad: DataFrame, quarantine: Path, batch_id: int) -> None:
     bad.coalesce(1).write.mode("overwrite").json(paths.uri(quarantine / f"batch_id={batch_id}"))
 
 
-def start_transactions(transactions: DataFrame, checkpoint: Path, trigger: dict, quarantine: Path, tally: dict):
+def start_transactions(
+    transactions: DataFrame, checkpoint: Path, trigger: dict, quarantine: Path, tally: dict
+):
     """Start the query; its checkpoint is where it records every file it has read."""
     # checkpointLocation is an option of the *writer*. Set on readStream, Spark silently
     # ignores it, and every run would read every file again.
@@ -136,8 +156,12 @@ def main(argv: list[str] | None = None) -> None:
     with lesson_session(LESSON, args) as spark:
         checkpoint = checkpoint_root(LESSON, args) / "transactions"
         banner("1. A folder of JSON files, read with a fixed schema")
-        transactions = parse_transactions(read_transactions(spark, folder))  # (creates the folder if missing)
-        demos.show_refusal(lambda: spark.readStream.json(paths.uri(folder)), "Reading a stream without .schema()")
+        transactions = parse_transactions(
+            read_transactions(spark, folder)
+        )  # (creates the folder if missing)
+        demos.show_refusal(
+            lambda: spark.readStream.json(paths.uri(folder)), "Reading a stream without .schema()"
+        )
         say("""A stream starts before its data exists: the folder may still be empty, and
             every file must be read the same way as the first. So a file stream takes its
             schema up front instead of guessing it. This lesson reads each line as text and
@@ -147,19 +171,31 @@ def main(argv: list[str] | None = None) -> None:
             many new files. The checkpoint ({paths.display(checkpoint)}) records every file
             read, so a restarted query skips them.""")
 
-        files_before, tally = checkpoints.source_files(checkpoint, committed_only=True), {"files": [], "parsed": 0, "quarantined": 0}
+        files_before, tally = (
+            checkpoints.source_files(checkpoint, committed_only=True),
+            {"files": [], "parsed": 0, "quarantined": 0},
+        )
         with simulators.file_input_for_lesson(*SIMULATOR, folder, args) as files:
-            banner(f"2. {'Watching' if files.watching else 'Reading'} {paths.display(folder)}, a file per micro-batch")
-            query = start_transactions(transactions, checkpoint, files.trigger(TRIGGER_INTERVAL), quarantine, tally)
+            banner(
+                f"2. {'Watching' if files.watching else 'Reading'} {paths.display(folder)}, a file per micro-batch"
+            )
+            query = start_transactions(
+                transactions, checkpoint, files.trigger(TRIGGER_INTERVAL), quarantine, tally
+            )
             run_queries([query], args, until=files.done)
 
         banner("3. What this run did")
         read_now = sorted(checkpoints.source_files(checkpoint, committed_only=True) - files_before)
         print(f"Already read by earlier runs (the checkpoint's list): {len(files_before)} file(s)")
-        print(f"Read in this run: {len(read_now)} file(s)" + (f": {', '.join(read_now)}" if read_now else ""))
+        print(
+            f"Read in this run: {len(read_now)} file(s)"
+            + (f": {', '.join(read_now)}" if read_now else "")
+        )
         print(f"Old files read again: {len(set(tally['files']) & files_before)}")
-        print(f"Rows parsed: {tally['parsed']}; lines quarantined: {tally['quarantined']} "
-              f"(with their reason, in {paths.display(quarantine)})")
+        print(
+            f"Rows parsed: {tally['parsed']}; lines quarantined: {tally['quarantined']} "
+            f"(with their reason, in {paths.display(quarantine)})"
+        )
         say("""Run the lesson again: the checkpoint lists every file already read, so the
             next run reads only files that arrived since (add some with the simulator).
             --reset deletes the checkpoint and the quarantine, and the next run reads

@@ -85,7 +85,9 @@ def read_events(spark, folder: Path) -> DataFrame:
 
 def build_events(lines: DataFrame) -> DataFrame:
     """The good events plus the date they happened on (the Parquet partition column)."""
-    return sources.valid_records(lines, ECOMMERCE_EVENT_SCHEMA).withColumn("date", F.to_date("timestamp"))
+    return sources.valid_records(lines, ECOMMERCE_EVENT_SCHEMA).withColumn(
+        "date", F.to_date("timestamp")
+    )
 
 
 def start_sinks(events: DataFrame, lines: DataFrame, checkpoints: Path, trigger: dict) -> list:
@@ -95,8 +97,13 @@ def start_sinks(events: DataFrame, lines: DataFrame, checkpoints: Path, trigger:
         start_console(events, trigger),
         start_memory(events, trigger),
         start_parquet(events, PARQUET_DIR, checkpoints / "parquet", trigger),
-        sources.start_quarantine(sources.quarantined(lines, "source_file"), QUARANTINE_DIR,
-                                 checkpoints / "quarantine", trigger, name=f"{MEMORY_TABLE}_quarantine"),
+        sources.start_quarantine(
+            sources.quarantined(lines, "source_file"),
+            QUARANTINE_DIR,
+            checkpoints / "quarantine",
+            trigger,
+            name=f"{MEMORY_TABLE}_quarantine",
+        ),
     ]
 
 
@@ -146,7 +153,8 @@ def start_parquet(events: DataFrame, folder: Path, checkpoint: Path, trigger: di
 def start_complete_to_files(events: DataFrame, folder: Path):
     """An aggregation to Parquet in complete mode: Spark refuses it at start()."""
     return (
-        events.groupBy("event_type").count()
+        events.groupBy("event_type")
+        .count()
         .writeStream.format("parquet")
         .outputMode("complete")
         .option("path", paths.uri(folder / "data"))
@@ -158,8 +166,15 @@ def start_complete_to_files(events: DataFrame, folder: Path):
 def read_parquet_output(spark, folder: Path) -> DataFrame:
     """The Parquet sink's folder as a batch DataFrame: events and files per date."""
     # A batch read of a sink's folder follows its _spark_metadata log: only committed files.
-    return spark.read.parquet(paths.uri(folder)).groupBy("date").agg(
-        F.count(F.lit(1)).alias("events"), F.count_distinct("_metadata.file_path").alias("files")).orderBy("date")
+    return (
+        spark.read.parquet(paths.uri(folder))
+        .groupBy("date")
+        .agg(
+            F.count(F.lit(1)).alias("events"),
+            F.count_distinct("_metadata.file_path").alias("files"),
+        )
+        .orderBy("date")
+    )
 
 
 def read_funnel(spark) -> DataFrame:
@@ -168,21 +183,27 @@ def read_funnel(spark) -> DataFrame:
 
 
 def print_funnel(spark, when: str) -> None:
-    rows = [tuple(row) for row in read_funnel(spark).collect()]  # first, so nothing prints in between
+    rows = [
+        tuple(row) for row in read_funnel(spark).collect()
+    ]  # first, so nothing prints in between
     print(f"\nspark.sql on the memory table {when}:", flush=True)
     print_table(("event_type", "events", "value"), rows or [("(no rows yet)", "", "")])
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, available_now=True).parse_args(argv)
+    args = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, available_now=True).parse_args(
+        argv
+    )
     checkpoints = checkpoint_root(LESSON, args)
     with lesson_session(LESSON, args) as spark:
         lines = read_events(spark, paths.ECOMMERCE_DIR)
         events = build_events(lines)
 
         banner("1. File sinks are append-only")
-        show_refusal(lambda: start_complete_to_files(events, paths.output_for(LESSON, "complete_demo")),
-                     "Complete mode on a file sink")
+        show_refusal(
+            lambda: start_complete_to_files(events, paths.output_for(LESSON, "complete_demo")),
+            "Complete mode on a file sink",
+        )
         say("""Complete re-sends the whole result table every batch, which a sink can only honour
             by replacing what it wrote before. A file sink only ever adds new files, so it
             accepts append alone. Aggregate with a watermark and append (lesson 02), or write
@@ -193,12 +214,21 @@ def main(argv: list[str] | None = None) -> None:
         # Watch the folder while a simulator writes into it; else read the files there once.
         with simulators.file_input_for_lesson(*SIMULATOR, paths.ECOMMERCE_DIR, args) as files:
             queries = start_sinks(events, lines, checkpoints, files.trigger(TRIGGER_INTERVAL))
-            run_queries(queries, args, until=files.done, every=lambda: print_funnel(spark, "meanwhile"))
+            run_queries(
+                queries, args, until=files.done, every=lambda: print_funnel(spark, "meanwhile")
+            )
         print_funnel(spark, "at the end")
-        print("Lines each query read this run: " + ", ".join(
-            f"{query.name} {sum(p['numInputRows'] for p in query.recentProgress)}" for query in queries))
-        print(f"Quarantined lines in {paths.display(QUARANTINE_DIR)}:",
-              sources.quarantine_summary(spark, QUARANTINE_DIR))
+        print(
+            "Lines each query read this run: "
+            + ", ".join(
+                f"{query.name} {sum(p['numInputRows'] for p in query.recentProgress)}"
+                for query in queries
+            )
+        )
+        print(
+            f"Quarantined lines in {paths.display(QUARANTINE_DIR)}:",
+            sources.quarantine_summary(spark, QUARANTINE_DIR),
+        )
         say("""The memory table lives in the driver and dies with the run, so its query has no
             checkpoint: it reads the folder from the start every run (Spark refuses to resume an
             append-mode memory sink from a checkpoint, since the rows it had are gone). The
@@ -208,8 +238,10 @@ def main(argv: list[str] | None = None) -> None:
         banner("3. The Parquet sink's folder, read back as a batch DataFrame")
         if PARQUET_DIR.is_dir():
             read_parquet_output(spark, PARQUET_DIR).show(truncate=False)
-        print(f"{paths.display(PARQUET_DIR)} holds one folder per date (date=2025-01-15/ ...) and "
-              "_spark_metadata/, the sink's log of committed files.")
+        print(
+            f"{paths.display(PARQUET_DIR)} holds one folder per date (date=2025-01-15/ ...) and "
+            "_spark_metadata/, the sink's log of committed files."
+        )
 
 
 if __name__ == "__main__":

@@ -38,7 +38,8 @@ What you'll see
   Stopped (--duration 15): 6 lines counted. The counts lived only in this query's memory. ...
 """
 
-from pyspark.sql import DataFrame, functions as F
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from common import cli, simulators
 from common.runner import banner, lesson_session, pick_trigger, run_lesson, run_queries, say
@@ -54,12 +55,7 @@ DEFAULT_DURATION = 15  # the demo server sends its six sentences in about 6 s
 def read_lines(spark, host: str, port: int) -> DataFrame:
     """One row per line of text the server sends, in a column called ``value``."""
     # The socket source is a TCP client: the server must already listen when the query starts.
-    return (
-        spark.readStream.format("socket")
-        .option("host", host)
-        .option("port", port)
-        .load()
-    )
+    return spark.readStream.format("socket").option("host", host).option("port", port).load()
 
 
 def parse_words(lines: DataFrame) -> DataFrame:
@@ -99,14 +95,27 @@ def start_word_counts(counts: DataFrame, trigger: dict):
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, socket_server=True).parse_args(argv)
+    args = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, socket_server=True).parse_args(
+        argv
+    )
     if args.checkpoint_dir:
         print("--checkpoint-dir is ignored: a socket query cannot be recovered from a checkpoint.")
-    with simulators.server_for_lesson("socket", "socket_server.py", ["--demo"], args.host, args.port,
-                                      enabled=not args.no_simulator), lesson_session(LESSON, args) as spark:
+    with (
+        simulators.server_for_lesson(
+            "socket",
+            "socket_server.py",
+            ["--demo"],
+            args.host,
+            args.port,
+            enabled=not args.no_simulator,
+        ),
+        lesson_session(LESSON, args) as spark,
+    ):
         banner(f"Word count from {args.host}:{args.port}, complete mode, for {args.duration:g} s")
         words = parse_words(read_lines(spark, args.host, args.port))
-        query = start_word_counts(build_top_words(build_word_counts(words)), pick_trigger(args, TRIGGER_INTERVAL))
+        query = start_word_counts(
+            build_top_words(build_word_counts(words)), pick_trigger(args, TRIGGER_INTERVAL)
+        )
         run_queries([query], args)
         say(f"""Stopped (--duration {args.duration:g}): {sum(p["numInputRows"] for p in query.recentProgress)} lines
             counted. The counts lived only in this query's memory. A socket source cannot replay

@@ -71,10 +71,19 @@ QUARANTINE_DIR = paths.output_for(LESSON, "quarantine")  # live lines that are n
 # boundary. Batch 1 brings r8 and r9 of SENSOR-1, which happened early: event time, not
 # arrival, decides their windows, and r9 bridges the gap between SENSOR-1's two sessions.
 # Batches 2 and 3 move event time on, so the watermark passes the first sessions' ends.
-SCENARIO = [[(1, "SENSOR-0", 2, 20.0), (2, "SENSOR-1", 5, 19.0), (3, "SENSOR-0", 6, 21.0), (4, "SENSOR-0", 10, 22.0),
-             (5, "SENSOR-1", 12, 19.5), (6, "SENSOR-0", 19, 22.5)],
-            [(7, "SENSOR-0", 21, 23.0), (8, "SENSOR-1", 3, 18.5), (9, "SENSOR-1", 8, 21.5)],
-            [(10, "SENSOR-1", 27, 20.0)], [(11, "SENSOR-0", 40, 22.0)]]
+SCENARIO = [
+    [
+        (1, "SENSOR-0", 2, 20.0),
+        (2, "SENSOR-1", 5, 19.0),
+        (3, "SENSOR-0", 6, 21.0),
+        (4, "SENSOR-0", 10, 22.0),
+        (5, "SENSOR-1", 12, 19.5),
+        (6, "SENSOR-0", 19, 22.5),
+    ],
+    [(7, "SENSOR-0", 21, 23.0), (8, "SENSOR-1", 3, 18.5), (9, "SENSOR-1", 8, 21.5)],
+    [(10, "SENSOR-1", 27, 20.0)],
+    [(11, "SENSOR-0", 40, 22.0)],
+]
 
 
 def read_readings(spark, folder: Path) -> DataFrame:
@@ -86,13 +95,16 @@ def build_tumbling_windows(readings: DataFrame, *keys: str) -> DataFrame:
     """Readings per tumbling window of event time (and per ``keys``, e.g. "sensor_id")."""
     # window() assigns each row to [start, start + size) by its event_time column:
     # arrival order plays no part.
-    return to_window_rows(readings.groupBy(F.window("event_time", TUMBLING_SIZE), *keys), keys, "window")
+    return to_window_rows(
+        readings.groupBy(F.window("event_time", TUMBLING_SIZE), *keys), keys, "window"
+    )
 
 
 def build_sliding_windows(readings: DataFrame, *keys: str) -> DataFrame:
     """Readings per sliding window: each row is counted in every window that covers it."""
-    return to_window_rows(readings.groupBy(F.window("event_time", SLIDING_SIZE, SLIDING_STEP), *keys),
-                          keys, "window")
+    return to_window_rows(
+        readings.groupBy(F.window("event_time", SLIDING_SIZE, SLIDING_STEP), *keys), keys, "window"
+    )
 
 
 def build_sessions(readings: DataFrame) -> DataFrame:
@@ -134,85 +146,141 @@ def start_noop(stream: DataFrame, mode: str):
 
 def build_live_windows(lines: DataFrame) -> DataFrame:
     """Tumbling windows per sensor over the good readings (lines that are not readings are left out)."""
-    return build_tumbling_windows(sources.valid_records(lines, SENSOR_SCHEMA), "sensor_id").drop("reading_ids")
+    return build_tumbling_windows(sources.valid_records(lines, SENSOR_SCHEMA), "sensor_id").drop(
+        "reading_ids"
+    )
 
 
 def start_live(lines: DataFrame, checkpoints: Path, quarantine: Path, trigger: dict) -> list:
     """The live windows on the console; lines that are not readings to the quarantine, with their reason."""
     console = (
-        build_live_windows(lines).writeStream.outputMode("update")
+        build_live_windows(lines)
+        .writeStream.outputMode("update")
         .format("console")
         .option("truncate", False)
-        .option("checkpointLocation", paths.uri(checkpoints / "live_tumbling"))  # the windows resume next run
+        .option(
+            "checkpointLocation", paths.uri(checkpoints / "live_tumbling")
+        )  # the windows resume next run
         .queryName("live_tumbling_windows")
         .trigger(**trigger)
         .start()
     )
-    return [console, sources.start_quarantine(sources.quarantined(lines, "source_file"), quarantine,
-                                              checkpoints / "quarantine", trigger, name="live_quarantine")]
+    return [
+        console,
+        sources.start_quarantine(
+            sources.quarantined(lines, "source_file"),
+            quarantine,
+            checkpoints / "quarantine",
+            trigger,
+            name="live_quarantine",
+        ),
+    ]
 
 
 def start_scenario(spark, workdir: Path) -> dict:
     """Show the scenario, then run each kind of window over it; returns what each sent, batch by batch."""
     banner("The scenario: eleven readings in four micro-batches")
-    narration.print_table(("batch", "reading", "sensor", "event time"), [
-        (number, f"r{reading[0]}", reading[1], f"10:30:{reading[2]:02d}")
-        for number, batch in enumerate(SCENARIO) for reading in batch])
+    narration.print_table(
+        ("batch", "reading", "sensor", "event time"),
+        [
+            (number, f"r{reading[0]}", reading[1], f"10:30:{reading[2]:02d}")
+            for number, batch in enumerate(SCENARIO)
+            for reading in batch
+        ],
+    )
+
     def by_start(row) -> tuple:
         return tuple(row)[:3]  # the window's start and end, then the sensor (or the count)
 
-    readings = [[{"reading_id": reading_id, "sensor_id": sensor, "temperature": temperature, "humidity": 50.0,
-                  "event_time": f"{demos.SCENARIO_DAY}T10:30:{second:02d}Z"}
-                 for reading_id, sensor, second, temperature in batch] for batch in SCENARIO]
+    readings = [
+        [
+            {
+                "reading_id": reading_id,
+                "sensor_id": sensor,
+                "temperature": temperature,
+                "humidity": 50.0,
+                "event_time": f"{demos.SCENARIO_DAY}T10:30:{second:02d}Z",
+            }
+            for reading_id, sensor, second, temperature in batch
+        ]
+        for batch in SCENARIO
+    ]
     # A fresh start on every run (input and checkpoints under output/), so the tables never change.
-    return demos.replay(spark, readings, SENSOR_SCHEMA, {
-        "tumbling": demos.Output(build_tumbling_windows, "update", by_start),
-        "sliding": demos.Output(build_sliding_windows, "update", by_start),
-        "sessions": demos.Output(build_sessions, "complete", by_start),
-        "closed sessions": demos.Output(build_closed_sessions, "append", by_start),
-    }, workdir, describe_rows=str, show=False)
+    return demos.replay(
+        spark,
+        readings,
+        SENSOR_SCHEMA,
+        {
+            "tumbling": demos.Output(build_tumbling_windows, "update", by_start),
+            "sliding": demos.Output(build_sliding_windows, "update", by_start),
+            "sessions": demos.Output(build_sessions, "complete", by_start),
+            "closed sessions": demos.Output(build_closed_sessions, "append", by_start),
+        },
+        workdir,
+        describe_rows=str,
+        show=False,
+    )
 
 
 def print_scenario_output(runs: dict, label: str, title: str) -> None:
     """A section: what one output of the scenario sent, batch by batch, one line per window."""
     banner(title)
-    demos.print_replay(SCENARIO, {label: runs[label]},
-                       describe_input=lambda batch: " ".join(f"r{reading[0]}" for reading in batch),
-                       describe_rows=lambda rows: "\n".join(map(describe_window, rows)))
+    demos.print_replay(
+        SCENARIO,
+        {label: runs[label]},
+        describe_input=lambda batch: " ".join(f"r{reading[0]}" for reading in batch),
+        describe_rows=lambda rows: "\n".join(map(describe_window, rows)),
+    )
 
 
 def describe_window(row) -> str:
     """'SENSOR-1 [10:30:03, 10:30:17)  4 readings, avg 19.63: r2 r5 r8 r9'."""
     sensor = f"{row.sensor_id} " if "sensor_id" in row.__fields__ else ""
-    return (f"{sensor}[{row[0]:%H:%M:%S}, {row[1]:%H:%M:%S})  {row.readings} reading{'s' * (row.readings > 1)}, "
-            f"avg {row.avg_temp}: {' '.join(f'r{reading_id}' for reading_id in row.reading_ids)}")
+    return (
+        f"{sensor}[{row[0]:%H:%M:%S}, {row[1]:%H:%M:%S})  {row.readings} reading{'s' * (row.readings > 1)}, "
+        f"avg {row.avg_temp}: {' '.join(f'r{reading_id}' for reading_id in row.reading_ids)}"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, available_now=True).parse_args(argv)
+    args = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, available_now=True).parse_args(
+        argv
+    )
     with lesson_session(LESSON, args) as spark:
         runs = start_scenario(spark, paths.output_for(LESSON, "scenario"))
 
-        print_scenario_output(runs, "tumbling", f"1. Tumbling windows of {TUMBLING_SIZE}, update mode")
+        print_scenario_output(
+            runs, "tumbling", f"1. Tumbling windows of {TUMBLING_SIZE}, update mode"
+        )
         say("""r4 at 10:30:10 opened [10:30:10, 10:30:20): a window includes its start and
             excludes its end. In batch 1, r8 and r9 updated the 10:30:00 window although they
             arrived after r4-r6: windows follow event time, not arrival time.""")
 
-        print_scenario_output(runs, "sliding", f"2. Sliding windows of {SLIDING_SIZE}, every {SLIDING_STEP}")
+        print_scenario_output(
+            runs, "sliding", f"2. Sliding windows of {SLIDING_SIZE}, every {SLIDING_STEP}"
+        )
         say("""Each reading appears in two windows (20 s / 10 s = 2): a moving total that is
             refreshed every 10 s. Expect size/slide times as many rows as tumbling.""")
 
-        print_scenario_output(runs, "sessions", f"3. Session windows: gap {SESSION_GAP}, per sensor, complete mode")
+        print_scenario_output(
+            runs, "sessions", f"3. Session windows: gap {SESSION_GAP}, per sensor, complete mode"
+        )
         lines = read_readings(spark, paths.SENSOR_DIR)
-        demos.show_refusal(lambda: start_noop(build_sessions(sources.valid_records(lines, SENSOR_SCHEMA)), "update"),
-                           "A session window in update mode")
+        demos.show_refusal(
+            lambda: start_noop(
+                build_sessions(sources.valid_records(lines, SENSOR_SCHEMA)), "update"
+            ),
+            "A session window in update mode",
+        )
         say("""After batch 0 SENSOR-1 had two sessions, [10:30:05, 10:30:10) and [10:30:12,
             10:30:17); r9 at 10:30:08 came within 5 s of both, so batch 1 merged them into
             one. A merge changes rows sent before, which update mode cannot express, so Spark
             refuses it (even with a watermark). Complete mode resends every session, every
             batch, and keeps them all in its state forever.""")
 
-        print_scenario_output(runs, "closed sessions", "4. Session windows, a watermark, append mode: each once")
+        print_scenario_output(
+            runs, "closed sessions", "4. Session windows, a watermark, append mode: each once"
+        )
         say("""Append sends a session only when the watermark (latest event time seen minus
             10 s) has passed its end: then no reading can extend or merge it any more. Batch 3
             ran with the watermark at 10:30:17 and sent SENSOR-0's and SENSOR-1's first
@@ -223,7 +291,9 @@ def main(argv: list[str] | None = None) -> None:
 
         banner(f"5. Live: tumbling windows per sensor on {paths.display(paths.SENSOR_DIR)}")
         with simulators.file_input_for_lesson(*SIMULATOR, paths.SENSOR_DIR, args) as files:
-            queries = start_live(lines, checkpoint_root(LESSON, args), QUARANTINE_DIR, files.trigger(LIVE_TRIGGER))
+            queries = start_live(
+                lines, checkpoint_root(LESSON, args), QUARANTINE_DIR, files.trigger(LIVE_TRIGGER)
+            )
             run_queries(queries, args, until=files.done)
         say(f"""The live query {progress.read_in_batches(queries[0].recentProgress, "lines")}; lines quarantined (with their reason) in
             {paths.display(QUARANTINE_DIR)}: {sources.quarantine_summary(spark, QUARANTINE_DIR)}.

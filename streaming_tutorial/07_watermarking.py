@@ -54,8 +54,13 @@ LATENESS_SECONDS = 10  # withWatermark delay: how far behind the latest event we
 # The scenario, as (reading_id, seconds after 10:30:00), one list per micro-batch, in
 # arrival order. r4, r6 and r9 are behind the latest event but still get in; r8 and r10
 # arrive after their window was closed. r12 moves the watermark so the last windows close.
-SCENARIO = [[(1, 3), (2, 7), (3, 12)], [(4, 1), (5, 24)], [(6, 8), (7, 31)], [(8, 9), (9, 13)],
-            [(10, 19), (11, 26), (12, 55)]]
+SCENARIO = [
+    [(1, 3), (2, 7), (3, 12)],
+    [(4, 1), (5, 24)],
+    [(6, 8), (7, 31)],
+    [(8, 9), (9, 13)],
+    [(10, 19), (11, 26), (12, 55)],
+]
 # The state comparison: in order, one new 10 s window per batch (two readings each), six batches.
 STEADY = [[(10 * n + 1, 10 * n + 2), (10 * n + 2, 10 * n + 6)] for n in range(6)]
 # The live part: the rate source, each reading delayed by 0-30 s.
@@ -64,27 +69,48 @@ LIVE_MAX_DELAY_SECONDS = 30
 LIVE_WINDOW = "30 seconds"
 LIVE_LATENESS = "20 seconds"
 LIVE_TRIGGER = "5 seconds"
-PLOT_TITLE = f"Watermark = latest event time - {LATENESS_SECONDS} s; {WINDOW_SECONDS} s windows, append mode"
+PLOT_TITLE = (
+    f"Watermark = latest event time - {LATENESS_SECONDS} s; {WINDOW_SECONDS} s windows, append mode"
+)
 DEFAULT_DURATION = 15  # seconds of the live part; the scenarios take a few seconds more
 
 
 def to_readings(batches: list[list[tuple[int, float]]]) -> list[list[dict]]:
     """(reading_id, seconds after 10:30:00) pairs as readings of SENSOR-0, batch by batch."""
-    return [[{"reading_id": rid, "sensor_id": "SENSOR-0", "temperature": 21.0, "humidity": 50.0,
-              "event_time": lateness.iso_after(second)} for rid, second in batch]
-            for batch in batches]
+    return [
+        [
+            {
+                "reading_id": rid,
+                "sensor_id": "SENSOR-0",
+                "temperature": 21.0,
+                "humidity": 50.0,
+                "event_time": lateness.iso_after(second),
+            }
+            for rid, second in batch
+        ]
+        for batch in batches
+    ]
 
 
-def build_window_counts(readings: DataFrame, lateness_seconds: int | None = LATENESS_SECONDS) -> DataFrame:
+def build_window_counts(
+    readings: DataFrame, lateness_seconds: int | None = LATENESS_SECONDS
+) -> DataFrame:
     """Readings per 10 s window of event time; with a watermark unless ``lateness_seconds`` is None."""
     if lateness_seconds is not None:
         # The watermark must be set on the event-time column BEFORE the aggregation.
         readings = readings.withWatermark("event_time", f"{lateness_seconds} seconds")
     return (
         readings.groupBy(F.window("event_time", f"{WINDOW_SECONDS} seconds"))
-        .agg(F.count("*").alias("readings"), F.array_sort(F.collect_list("reading_id")).alias("reading_ids"))
-        .select(F.col("window.start").alias("window_start"), F.col("window.end").alias("window_end"),
-                "readings", "reading_ids")
+        .agg(
+            F.count("*").alias("readings"),
+            F.array_sort(F.collect_list("reading_id")).alias("reading_ids"),
+        )
+        .select(
+            F.col("window.start").alias("window_start"),
+            F.col("window.end").alias("window_end"),
+            "readings",
+            "reading_ids",
+        )
     )
 
 
@@ -93,9 +119,12 @@ def start_state_probes(spark, workdir) -> dict:
     the rows: only the state each keeps matters here. Input and checkpoints start afresh each run."""
     if workdir.exists():
         paths.remove_tree(workdir)
-    readings = stream_batches(spark, write_batches(workdir / "input", to_readings(STEADY)), SENSOR_SCHEMA)
+    readings = stream_batches(
+        spark, write_batches(workdir / "input", to_readings(STEADY)), SENSOR_SCHEMA
+    )
     return {
-        label: build_window_counts(readings, lateness).writeStream.format("noop")
+        label: build_window_counts(readings, lateness)
+        .writeStream.format("noop")
         .outputMode("update")
         .option("checkpointLocation", paths.uri(workdir / label.replace(" ", "_")))
         .queryName(f"state_{label.replace(' ', '_')}")
@@ -113,7 +142,9 @@ def read_rate(spark) -> DataFrame:
 def build_delayed_readings(rate: DataFrame) -> DataFrame:
     """Rate rows as sensor readings whose event time lags their arrival by 0-30 s."""
     return (
-        rate.withColumn("sensor_id", F.concat(F.lit("SENSOR-"), (F.col("value") % 3).cast("string")))
+        rate.withColumn(
+            "sensor_id", F.concat(F.lit("SENSOR-"), (F.col("value") % 3).cast("string"))
+        )
         .withColumn("temperature", F.round(20 + F.col("value") % 3 * 1.5 + F.rand(7), 1))
         .withColumn("delay_seconds", (F.rand(42) * LIVE_MAX_DELAY_SECONDS).cast("int"))
         # event_time = when it was measured; the rate source's timestamp = when it arrived.
@@ -126,10 +157,19 @@ def build_live_windows(readings: DataFrame) -> DataFrame:
     return (
         readings.withWatermark("event_time", LIVE_LATENESS)
         .groupBy(F.window("event_time", LIVE_WINDOW), "sensor_id")
-        .agg(F.round(F.avg("temperature"), 2).alias("avg_temp"), F.count("*").alias("readings"),
-             F.max("delay_seconds").alias("max_delay"))
-        .select(F.col("window.start").alias("window_start"), F.col("window.end").alias("window_end"),
-                "sensor_id", "avg_temp", "readings", "max_delay")
+        .agg(
+            F.round(F.avg("temperature"), 2).alias("avg_temp"),
+            F.count("*").alias("readings"),
+            F.max("delay_seconds").alias("max_delay"),
+        )
+        .select(
+            F.col("window.start").alias("window_start"),
+            F.col("window.end").alias("window_end"),
+            "sensor_id",
+            "avg_temp",
+            "readings",
+            "max_delay",
+        )
     )
 
 
@@ -149,15 +189,32 @@ def start_live(windows: DataFrame, trigger: dict):
 def main(argv: list[str] | None = None) -> None:
     args = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, simulator=False).parse_args(argv)
     with lesson_session(LESSON, args) as spark:
-        banner(f"1. Late events: watermark {LATENESS_SECONDS} s, windows {WINDOW_SECONDS} s, append mode")
+        banner(
+            f"1. Late events: watermark {LATENESS_SECONDS} s, windows {WINDOW_SECONDS} s, append mode"
+        )
         say("""Twelve readings arrive in five micro-batches. Times are seconds after 10:30:00: 'r6@08'
             is reading 6, taken at 10:30:08, and [00,10) is the window from 10:30:00 to 10:30:10.
             Each row below is one micro-batch, with the two watermarks it ran with.""")
-        windows = demos.Output(build_window_counts, "append", sort_key=lambda window: window.window_start)
-        run = demos.replay(spark, to_readings(SCENARIO), SENSOR_SCHEMA, {"windows": windows},
-                           paths.output_for(LESSON, "scenario"), describe_rows=str, show=False)["windows"]
-        lateness.show_window_lateness(run, SCENARIO, window_seconds=WINDOW_SECONDS, ids="reading_ids",
-                                      picture=paths.output_for(LESSON, "late_events.png"), title=PLOT_TITLE)
+        windows = demos.Output(
+            build_window_counts, "append", sort_key=lambda window: window.window_start
+        )
+        run = demos.replay(
+            spark,
+            to_readings(SCENARIO),
+            SENSOR_SCHEMA,
+            {"windows": windows},
+            paths.output_for(LESSON, "scenario"),
+            describe_rows=str,
+            show=False,
+        )["windows"]
+        lateness.show_window_lateness(
+            run,
+            SCENARIO,
+            window_seconds=WINDOW_SECONDS,
+            ids="reading_ids",
+            picture=paths.output_for(LESSON, "late_events.png"),
+            title=PLOT_TITLE,
+        )
         say("""After each batch the watermark moves to the latest event time so far minus 10 s. The
             next batch runs with two watermarks: it drops a row whose window ended at or before the
             previous batch's watermark ("drops late rows"), and it prints and forgets every window
@@ -180,13 +237,17 @@ def main(argv: list[str] | None = None) -> None:
             stays at three windows here (the newest ones, within 10 s of lateness), however long
             the stream runs.""")
 
-        banner(f"3. Live: rate source, delays up to {LIVE_MAX_DELAY_SECONDS} s, watermark {LIVE_LATENESS}, "
-               f"windows of {LIVE_WINDOW}")
+        banner(
+            f"3. Live: rate source, delays up to {LIVE_MAX_DELAY_SECONDS} s, watermark {LIVE_LATENESS}, "
+            f"windows of {LIVE_WINDOW}"
+        )
         say(f"""Update mode, so you see windows as they fill: in append mode a window would print only
             once the latest event time is {LIVE_LATENESS} past its end. max_delay is the longest delay
             of a reading in the window.""")
-        live = start_live(build_live_windows(build_delayed_readings(read_rate(spark))),
-                          pick_trigger(args, LIVE_TRIGGER))
+        live = start_live(
+            build_live_windows(build_delayed_readings(read_rate(spark))),
+            pick_trigger(args, LIVE_TRIGGER),
+        )
         run_queries([live], args)
         say(f"""The live query {lateness.describe_progress(live.recentProgress)} Run with --duration 90 to see
             the watermark pass the first windows and late rows dropped.""")

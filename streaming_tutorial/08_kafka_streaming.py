@@ -58,32 +58,68 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pyspark.sql import DataFrame, functions as F
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from common import cli, config, paths
 from common.kafka import ensure_topics, explain_failures, recreate_topics, spark_options
 from common.kafka_broker import kafka_for_lesson
-from common.runner import banner, checkpoint_root, finish, lesson_session, pick_trigger, run_lesson, run_queries, say
+from common.runner import (
+    banner,
+    checkpoint_root,
+    finish,
+    lesson_session,
+    pick_trigger,
+    run_lesson,
+    run_queries,
+    say,
+)
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 from common.simulators import is_running, simulator_for_lesson
 from common.sources import kafka_text, parse_json, quarantined, read_kafka, valid_records
 
 LESSON = "08_kafka_streaming"
-DEFAULT_DURATION = 15  # seconds of the pipeline (part 2); the producer needs 30 s for its 300 messages
-SOURCE_TOPIC, ENRICHED_TOPIC, QUARANTINE_TOPIC = config.TOPIC_EVENTS, config.TOPIC_ENRICHED, config.TOPIC_QUARANTINE
+DEFAULT_DURATION = (
+    15  # seconds of the pipeline (part 2); the producer needs 30 s for its 300 messages
+)
+SOURCE_TOPIC, ENRICHED_TOPIC, QUARANTINE_TOPIC = (
+    config.TOPIC_EVENTS,
+    config.TOPIC_ENRICHED,
+    config.TOPIC_QUARANTINE,
+)
 PARTITIONS = 3  # so the partition column has something to show
 # The producer this lesson starts: 300 messages at 10 per second, every 25th one cut in half.
-PRODUCER_ARGS = ["--count", "300", "--rate", "10", "--malformed-every", "25", "--partitions", str(PARTITIONS)]
+PRODUCER_ARGS = [
+    "--count",
+    "300",
+    "--rate",
+    "10",
+    "--malformed-every",
+    "25",
+    "--partitions",
+    str(PARTITIONS),
+]
 # At most 100 messages per micro-batch (spread over the partitions): a backlog is worked off
 # in steps; 100 per 5 s is twice the producer's pace, so the query catches up.
 MAX_OFFSETS_PER_TRIGGER = 100
-WHERE_FROM = ("source_partition", "source_offset", "kafka_timestamp")  # kept with every record, good or bad
+WHERE_FROM = (
+    "source_partition",
+    "source_offset",
+    "kafka_timestamp",
+)  # kept with every record, good or bad
 
 
-def read_events(spark, bootstrap: str, topic: str = SOURCE_TOPIC, *,
-                max_offsets_per_trigger: int | None = MAX_OFFSETS_PER_TRIGGER) -> DataFrame:
+def read_events(
+    spark,
+    bootstrap: str,
+    topic: str = SOURCE_TOPIC,
+    *,
+    max_offsets_per_trigger: int | None = MAX_OFFSETS_PER_TRIGGER,
+) -> DataFrame:
     """The topic's messages from the first one, each parsed, with where it came from."""
-    return parse_events(read_kafka(spark, bootstrap, topic, max_offsets_per_trigger=max_offsets_per_trigger))
+    return parse_events(
+        read_kafka(spark, bootstrap, topic, max_offsets_per_trigger=max_offsets_per_trigger)
+    )
 
 
 def parse_events(raw: DataFrame) -> DataFrame:
@@ -97,9 +133,12 @@ def build_enriched(parsed: DataFrame) -> DataFrame:
     """The good events with what downstream consumers want: revenue and the event's calendar date."""
     events = valid_records(parsed, ECOMMERCE_EVENT_SCHEMA, *WHERE_FROM)
     # Only a purchase earns money; views and carts have revenue 0.
-    revenue = F.when(F.col("event_type") == "purchase", F.round(F.col("price") * F.col("quantity"), 2))
+    revenue = F.when(
+        F.col("event_type") == "purchase", F.round(F.col("price") * F.col("quantity"), 2)
+    )
     return events.withColumn("revenue", revenue.otherwise(F.lit(0.0))).withColumn(
-        "event_date", F.to_date("timestamp"))
+        "event_date", F.to_date("timestamp")
+    )
 
 
 def build_quarantine(parsed: DataFrame) -> DataFrame:
@@ -109,15 +148,21 @@ def build_quarantine(parsed: DataFrame) -> DataFrame:
 
 def to_kafka_record(enriched: DataFrame) -> DataFrame:
     """The two columns the Kafka sink needs: key (the user, so a user's events stay in order) and value."""
-    return enriched.select(F.col("user_id").alias("key"), F.to_json(F.struct(*enriched.columns)).alias("value"))
+    return enriched.select(
+        F.col("user_id").alias("key"), F.to_json(F.struct(*enriched.columns)).alias("value")
+    )
 
 
 def to_quarantine_record(bad: DataFrame) -> DataFrame:
     """Quarantine records for Kafka: the original key, and everything needed to find and fix the message."""
-    return bad.select("key", F.to_json(F.struct("source_topic", *WHERE_FROM, "reason", "raw_line")).alias("value"))
+    return bad.select(
+        "key", F.to_json(F.struct("source_topic", *WHERE_FROM, "reason", "raw_line")).alias("value")
+    )
 
 
-def start_kafka_sink(records: DataFrame, bootstrap: str, topic: str, checkpoint: Path, trigger: dict, name: str):
+def start_kafka_sink(
+    records: DataFrame, bootstrap: str, topic: str, checkpoint: Path, trigger: dict, name: str
+):
     """Start a query that writes ``records`` (key, value) to ``topic``."""
     return (
         records.writeStream.format("kafka")
@@ -134,10 +179,21 @@ def start_kafka_sink(records: DataFrame, bootstrap: str, topic: str, checkpoint:
 def start_console(enriched: DataFrame, checkpoint: Path, trigger: dict):
     # A checkpoint of its own: a second run prints only the messages that came since.
     return (
-        enriched.select("event_id", "user_id", "event_type", "revenue", F.col("source_partition").alias("partition"),
-                        F.col("source_offset").alias("offset"))
-        .writeStream.format("console").option("truncate", False).option("numRows", 5)
-        .option("checkpointLocation", paths.uri(checkpoint)).trigger(**trigger).queryName("enriched_to_console").start()
+        enriched.select(
+            "event_id",
+            "user_id",
+            "event_type",
+            "revenue",
+            F.col("source_partition").alias("partition"),
+            F.col("source_offset").alias("offset"),
+        )
+        .writeStream.format("console")
+        .option("truncate", False)
+        .option("numRows", 5)
+        .option("checkpointLocation", paths.uri(checkpoint))
+        .trigger(**trigger)
+        .queryName("enriched_to_console")
+        .start()
     )
 
 
@@ -147,44 +203,78 @@ def start_pipeline(spark, bootstrap: str, checkpoints: Path, trigger: dict) -> l
     # offsets, so one can be restarted or reset without the others.
     parsed = read_events(spark, bootstrap)
     enriched = build_enriched(parsed)
-    return [start_kafka_sink(to_kafka_record(enriched), bootstrap, ENRICHED_TOPIC, checkpoints / "enriched",
-                             trigger, "enriched_to_kafka"),
-            start_kafka_sink(to_quarantine_record(build_quarantine(parsed)), bootstrap, QUARANTINE_TOPIC,
-                             checkpoints / "quarantine", trigger, "quarantine_to_kafka"),
-            start_console(enriched, checkpoints / "console", trigger)]
+    return [
+        start_kafka_sink(
+            to_kafka_record(enriched),
+            bootstrap,
+            ENRICHED_TOPIC,
+            checkpoints / "enriched",
+            trigger,
+            "enriched_to_kafka",
+        ),
+        start_kafka_sink(
+            to_quarantine_record(build_quarantine(parsed)),
+            bootstrap,
+            QUARANTINE_TOPIC,
+            checkpoints / "quarantine",
+            trigger,
+            "quarantine_to_kafka",
+        ),
+        start_console(enriched, checkpoints / "console", trigger),
+    ]
 
 
 def read_row_count(spark, bootstrap: str, starting_offsets: str, topic: str = SOURCE_TOPIC) -> int:
     """Read ``topic`` once, from ``starting_offsets`` to its current end; how many rows came."""
     # availableNow ends at the offsets the topic has now; the noop sink reads every row and writes
     # nothing. No checkpointLocation: a new one each time, so startingOffsets is never ignored.
-    query = (read_kafka(spark, bootstrap, topic, starting_offsets=starting_offsets)
-             .writeStream.format("noop").trigger(availableNow=True).start())
+    query = (
+        read_kafka(spark, bootstrap, topic, starting_offsets=starting_offsets)
+        .writeStream.format("noop")
+        .trigger(availableNow=True)
+        .start()
+    )
     finish([query])
     return sum(progress["numInputRows"] for progress in query.recentProgress)
 
 
 def read_topic_back(spark, bootstrap: str, topic: str, fields: str) -> DataFrame:
     """A topic read like a table (spark.read, not readStream), every message's JSON value parsed."""
-    return (spark.read.format("kafka").options(**spark_options(bootstrap)).option("subscribe", topic)
-            .option("startingOffsets", "earliest").load()
-            .select(F.from_json(F.col("value").cast("string"), fields).alias("record")).select("record.*"))
+    return (
+        spark.read.format("kafka")
+        .options(**spark_options(bootstrap))
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .load()
+        .select(F.from_json(F.col("value").cast("string"), fields).alias("record"))
+        .select("record.*")
+    )
 
 
 def read_outputs(spark, bootstrap: str) -> tuple[DataFrame, DataFrame]:
     """What the pipeline wrote: the enriched topic's event ids, and the quarantine topic's records."""
-    return (read_topic_back(spark, bootstrap, ENRICHED_TOPIC, "event_id STRING"),
-            read_topic_back(spark, bootstrap, QUARANTINE_TOPIC,
-                            "source_partition INT, source_offset BIGINT, reason STRING, raw_line STRING"))
+    return (
+        read_topic_back(spark, bootstrap, ENRICHED_TOPIC, "event_id STRING"),
+        read_topic_back(
+            spark,
+            bootstrap,
+            QUARANTINE_TOPIC,
+            "source_partition INT, source_offset BIGINT, reason STRING, raw_line STRING",
+        ),
+    )
 
 
 def prepare_topics(bootstrap: str, *, reset: bool) -> None:
     """Create the lesson's topics; --reset empties them first (the input only if no producer writes to it)."""
-    topics = [ENRICHED_TOPIC, QUARANTINE_TOPIC] + ([] if is_running("kafka_producer") else [SOURCE_TOPIC])
+    topics = [ENRICHED_TOPIC, QUARANTINE_TOPIC] + (
+        [] if is_running("kafka_producer") else [SOURCE_TOPIC]
+    )
     if reset:
         recreate_topics(bootstrap, topics, partitions=PARTITIONS)
         print(f"--reset: emptied the topics {', '.join(topics)}")
-    ensure_topics(bootstrap, [SOURCE_TOPIC, ENRICHED_TOPIC, QUARANTINE_TOPIC], partitions=PARTITIONS)
+    ensure_topics(
+        bootstrap, [SOURCE_TOPIC, ENRICHED_TOPIC, QUARANTINE_TOPIC], partitions=PARTITIONS
+    )
 
 
 def report_lag(query) -> None:
@@ -192,25 +282,36 @@ def report_lag(query) -> None:
     batches = [p for p in query.recentProgress if p["numInputRows"] > 0]
     # The Kafka source reports its consumer lag per partition in each progress: the messages
     # that were in the topic, past the batch's end offset, when the batch was planned.
-    lag = ((query.lastProgress or {}).get("sources") or [{}])[0].get("metrics", {}).get("maxOffsetsBehindLatest")
-    say(f"""The pipeline read {sum(p['numInputRows'] for p in batches)} messages in {len(batches)}
+    lag = (
+        ((query.lastProgress or {}).get("sources") or [{}])[0]
+        .get("metrics", {})
+        .get("maxOffsetsBehindLatest")
+    )
+    say(f"""The pipeline read {sum(p["numInputRows"] for p in batches)} messages in {len(batches)}
         micro-batch{"es" * (len(batches) != 1)} of at most {MAX_OFFSETS_PER_TRIGGER} (maxOffsetsPerTrigger).
         Its consumer lag at the last one (progress: sources[0].metrics.maxOffsetsBehindLatest):
         {lag} messages in the partition furthest behind.""")
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, available_now=True).parse_args(argv)
+    args = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, available_now=True).parse_args(
+        argv
+    )
     # The broker outlives everything else: Spark's Kafka clients must be able to say goodbye.
     with kafka_for_lesson() as bootstrap, explain_failures():
         prepare_topics(bootstrap, reset=args.reset)
         # The producer starts before Spark, so a backlog is waiting when the queries start.
-        with simulator_for_lesson("kafka_producer", "kafka_producer.py", PRODUCER_ARGS,
-                                  enabled=not args.no_simulator) as producer, \
-                lesson_session(LESSON, args, kafka=True) as spark:
+        with (
+            simulator_for_lesson(
+                "kafka_producer", "kafka_producer.py", PRODUCER_ARGS, enabled=not args.no_simulator
+            ) as producer,
+            lesson_session(LESSON, args, kafka=True) as spark,
+        ):
             banner("1. startingOffsets: latest skips what is already there")
             for starting in ("latest", "earliest"):
-                print(f"  startingOffsets={starting:<8} -> rows read: {read_row_count(spark, bootstrap, starting)}")
+                print(
+                    f"  startingOffsets={starting:<8} -> rows read: {read_row_count(spark, bootstrap, starting)}"
+                )
             say("""'latest' (the default!) starts at the end of the topic: the messages already
                 there are skipped; only those that arrive after the query starts are read. That
                 is the usual reason a first Kafka query prints nothing. 'earliest' reads the topic
@@ -218,14 +319,20 @@ def main(argv: list[str] | None = None) -> None:
                 checkpoint decides where it goes on.""")
 
             banner("2. Kafka -> parse -> quarantine | enrich -> Kafka + console")
-            queries = start_pipeline(spark, bootstrap, checkpoint_root(LESSON, args), pick_trigger(args, "5 seconds"))
+            queries = start_pipeline(
+                spark, bootstrap, checkpoint_root(LESSON, args), pick_trigger(args, "5 seconds")
+            )
             run_queries(queries, args, until=producer.done)
             report_lag(queries[0])
 
             banner("3. What landed in Kafka")
             ids, bad = read_outputs(spark, bootstrap)
-            print(f"'{ENRICHED_TOPIC}': {ids.count()} records, {ids.distinct().count()} distinct event_id")
-            print(f"'{QUARANTINE_TOPIC}': {bad.count()} records (values that cannot be used, and where they were):")
+            print(
+                f"'{ENRICHED_TOPIC}': {ids.count()} records, {ids.distinct().count()} distinct event_id"
+            )
+            print(
+                f"'{QUARANTINE_TOPIC}': {bad.count()} records (values that cannot be used, and where they were):"
+            )
             bad.orderBy("source_partition", "source_offset").show(5, truncate=42)
             say("""Delivery to a Kafka sink is at-least-once: if a batch fails after some of its
                 records were written, Spark runs the whole batch again and writes them twice.

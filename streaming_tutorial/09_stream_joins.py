@@ -46,17 +46,34 @@ from contextlib import nullcontext
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from pyspark.sql import DataFrame, functions as F
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from common import cli, config, paths
 from common.demos import Output, records_from_text, replay, replay_streams, show_refusal
 from common.kafka import ensure_topics, explain_failures
 from common.kafka_broker import kafka_for_lesson
-from common.runner import banner, checkpoint_root, lesson_session, pick_trigger, run_lesson, run_queries, say
+from common.runner import (
+    banner,
+    checkpoint_root,
+    lesson_session,
+    pick_trigger,
+    run_lesson,
+    run_queries,
+    say,
+)
 from common.schemas import CLICK_SCHEMA, ECOMMERCE_EVENT_SCHEMA, IMPRESSION_SCHEMA
 from common.simulators import Simulator, simulator_for_lesson
-from common.sources import (kafka_text, parse_json, quarantined, read_json_lines, read_kafka, read_products,
-                            start_quarantine, valid_records)
+from common.sources import (
+    kafka_text,
+    parse_json,
+    quarantined,
+    read_json_lines,
+    read_kafka,
+    read_products,
+    start_quarantine,
+    valid_records,
+)
 
 LESSON = "09_stream_joins"
 DEFAULT_DURATION = 20  # seconds of the live ad join (parts 1 and 2 are replays of a few seconds)
@@ -66,31 +83,63 @@ CLICK_WATERMARK = "2 minutes"  # how late a click may arrive
 # The scenarios (afresh on every run), the catalogue (CSV and Delta), the live join's rows, the quarantine.
 OUTPUT = paths.output_for(LESSON)
 # Part 1: shop events ("event product") per micro-batch; the catalogue is edited between the two.
-SHOP_EVENTS = records_from_text(["EVT-1 P001, EVT-2 P012, EVT-3 P999", "EVT-4 P001, EVT-5 P012, EVT-6 P013"],
-                                "event_id", "product_id")
+SHOP_EVENTS = records_from_text(
+    ["EVT-1 P001, EVT-2 P012, EVT-3 P999", "EVT-4 P001, EVT-5 P012, EVT-6 P013"],
+    "event_id",
+    "product_id",
+)
 # Part 2: impressions ("id ad time") and clicks ("id impression time") per micro-batch, 2025-01-15 UTC.
-IMPRESSIONS = records_from_text(["IMP-1 AD-1 10:00, IMP-2 AD-2 10:01, IMP-3 AD-1 10:02", "IMP-4 AD-2 10:05",
-                                 "IMP-5 AD-1 10:30"], "impression_id", "ad_id", "impression_time")
-CLICKS = records_from_text(["CLK-1 IMP-1 10:03", "CLK-3 IMP-3 10:20", "", "CLK-5 IMP-5 10:31"],  # CLK-3: too late
-                           "click_id", "impression_id", "click_time")
+IMPRESSIONS = records_from_text(
+    [
+        "IMP-1 AD-1 10:00, IMP-2 AD-2 10:01, IMP-3 AD-1 10:02",
+        "IMP-4 AD-2 10:05",
+        "IMP-5 AD-1 10:30",
+    ],
+    "impression_id",
+    "ad_id",
+    "impression_time",
+)
+CLICKS = records_from_text(
+    ["CLK-1 IMP-1 10:03", "CLK-3 IMP-3 10:20", "", "CLK-5 IMP-5 10:31"],  # CLK-3: too late
+    "click_id",
+    "impression_id",
+    "click_time",
+)
 # The ad simulator of each --source (the producer finds the broker as the lesson does).
-AD_SIMULATORS = {"kafka": ("kafka_producer", "kafka_producer.py", ["--kind", "ads", "--count", "400", "--rate", "50"]),
-                 "files": ("ad_events", "generate_ad_events.py", ["--count", "400", "--interval", "0.5"])}
+AD_SIMULATORS = {
+    "kafka": (
+        "kafka_producer",
+        "kafka_producer.py",
+        ["--kind", "ads", "--count", "400", "--rate", "50"],
+    ),
+    "files": ("ad_events", "generate_ad_events.py", ["--count", "400", "--interval", "0.5"]),
+}
 
 
-def write_catalogue(spark, *, edit: bool = False, csv: Path = OUTPUT / "catalogue.csv",
-                    table: Path = OUTPUT / "catalogue") -> str:
+def write_catalogue(
+    spark,
+    *,
+    edit: bool = False,
+    csv: Path = OUTPUT / "catalogue.csv",
+    table: Path = OUTPUT / "catalogue",
+) -> str:
     """Copy products.csv (or, with ``edit``, edit the copy in place), then load it into the Delta table."""
     if not edit:
         csv.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(paths.PRODUCTS_CSV, csv)
     else:  # P001 gets a longer name and a lower price (its line grows by 38 bytes); P013 is added
-        csv.write_text(csv.read_text().replace("P001,Laptop Pro 15,Electronics,1299.99", "P001,Laptop Pro 15 "
-                                               "(2025 edition - certified refurbished),Electronics,999.99")
-                       + "P013,Phone Case,Fashion,19.99\n")
+        csv.write_text(
+            csv.read_text().replace(
+                "P001,Laptop Pro 15,Electronics,1299.99",
+                "P001,Laptop Pro 15 (2025 edition - certified refurbished),Electronics,999.99",
+            )
+            + "P013,Phone Case,Fashion,19.99\n"
+        )
     # Overwriting a Delta table writes a new version; readers of the table see it at once.
     read_products(spark, csv).write.format("delta").mode("overwrite").save(paths.uri(table))
-    return "products.csv edited (P001 renamed and cheaper, P013 added) and loaded into the Delta table"
+    return (
+        "products.csv edited (P001 renamed and cheaper, P013 added) and loaded into the Delta table"
+    )
 
 
 def build_enriched_events(events: DataFrame, products: DataFrame) -> DataFrame:
@@ -100,27 +149,53 @@ def build_enriched_events(events: DataFrame, products: DataFrame) -> DataFrame:
     # that a static row will never match a later event.
     catalogue = products.select("product_id", "product_name", "category", "list_price")
     return (
-        events.select("event_id", "user_id", "event_type", "product_id", "quantity", "price", "timestamp")
+        events.select(
+            "event_id", "user_id", "event_type", "product_id", "quantity", "price", "timestamp"
+        )
         .join(catalogue, "product_id", "left")
         .withColumn("known_product", F.col("list_price").isNotNull())
-        .select("event_id", "event_type", "product_id", "product_name", "category", "list_price", "quantity",
-                "price", "timestamp", "known_product")
+        .select(
+            "event_id",
+            "event_type",
+            "product_id",
+            "product_name",
+            "category",
+            "list_price",
+            "quantity",
+            "price",
+            "timestamp",
+            "known_product",
+        )
     )
 
 
-def build_catalogue_joins(spark, csv: Path = OUTPUT / "catalogue.csv",
-                          table: Path = OUTPUT / "catalogue") -> dict[str, Output]:
+def build_catalogue_joins(
+    spark, csv: Path = OUTPUT / "catalogue.csv", table: Path = OUTPUT / "catalogue"
+) -> dict[str, Output]:
     """Part 1's two queries: the same join, with the catalogue read from the CSV file or the Delta table."""
-    from_csv, from_delta = read_products(spark, csv), spark.read.format("delta").load(paths.uri(table))
-    return {"csv": Output(lambda events: build_enriched_events(events, from_csv), sort_key=lambda row: row.event_id),
-            "delta": Output(lambda events: build_enriched_events(events, from_delta),
-                            sort_key=lambda row: row.event_id)}
+    from_csv, from_delta = (
+        read_products(spark, csv),
+        spark.read.format("delta").load(paths.uri(table)),
+    )
+    return {
+        "csv": Output(
+            lambda events: build_enriched_events(events, from_csv),
+            sort_key=lambda row: row.event_id,
+        ),
+        "delta": Output(
+            lambda events: build_enriched_events(events, from_delta),
+            sort_key=lambda row: row.event_id,
+        ),
+    }
 
 
-def build_ad_join(impressions: DataFrame, clicks: DataFrame, how: str = "left_outer", *,
-                  bounded: bool = True) -> DataFrame:
+def build_ad_join(
+    impressions: DataFrame, clicks: DataFrame, how: str = "left_outer", *, bounded: bool = True
+) -> DataFrame:
     """Impressions joined with the clicks that came within CLICK_WINDOW_MINUTES after them."""
-    clicks = clicks.select("click_id", F.col("impression_id").alias("click_impression_id"), "click_time")
+    clicks = clicks.select(
+        "click_id", F.col("impression_id").alias("click_impression_id"), "click_time"
+    )
     condition = F.col("impression_id") == F.col("click_impression_id")
     if bounded:  # without watermarks and the time bound, the join's state would grow forever
         # Watermarks on BOTH sides tell Spark how late each side's rows can be. With the time
@@ -129,16 +204,23 @@ def build_ad_join(impressions: DataFrame, clicks: DataFrame, how: str = "left_ou
         impressions = impressions.withWatermark("impression_time", IMPRESSION_WATERMARK)
         clicks = clicks.withWatermark("click_time", CLICK_WATERMARK)
         window_end = F.col("impression_time") + F.expr(f"INTERVAL {CLICK_WINDOW_MINUTES} MINUTES")
-        condition &= (F.col("click_time") >= F.col("impression_time")) & (F.col("click_time") <= window_end)
+        condition &= (F.col("click_time") >= F.col("impression_time")) & (
+            F.col("click_time") <= window_end
+        )
     return impressions.join(clicks, condition, how).select(
-        "impression_id", "ad_id", "user_id", "impression_time", "click_id", "click_time")
+        "impression_id", "ad_id", "user_id", "impression_time", "click_id", "click_time"
+    )
 
 
 def build_join_kinds() -> dict[str, Output]:
     """Part 2's two queries: the inner and the left outer join of the same streams."""
-    return {"inner": Output(lambda impressions, clicks: build_ad_join(impressions, clicks, "inner"),
-                            sort_key=lambda row: row.impression_id),
-            "left outer": Output(build_ad_join, sort_key=lambda row: row.impression_id)}
+    return {
+        "inner": Output(
+            lambda impressions, clicks: build_ad_join(impressions, clicks, "inner"),
+            sort_key=lambda row: row.impression_id,
+        ),
+        "left outer": Output(build_ad_join, sort_key=lambda row: row.impression_id),
+    }
 
 
 def build_ctr_per_ad(joined: DataFrame, watermark: str | None = None) -> DataFrame:
@@ -147,21 +229,33 @@ def build_ctr_per_ad(joined: DataFrame, watermark: str | None = None) -> DataFra
     Given the join's ``watermark``, only settled impressions count: a matched one is emitted
     at once, an unmatched one only once the watermark is CLICK_WINDOW_MINUTES past it.
     """
-    if watermark and not watermark.startswith("1970"):  # Spark reports "no watermark yet" as the epoch
+    if watermark and not watermark.startswith(
+        "1970"
+    ):  # Spark reports "no watermark yet" as the epoch
         # An aware datetime (UTC, as Spark reports it): a naive one would be read in the machine's zone.
         moment = datetime.fromisoformat(watermark.replace("Z", "+00:00"))
-        joined = joined.where(F.col("impression_time") < F.lit(moment - timedelta(minutes=CLICK_WINDOW_MINUTES)))
+        joined = joined.where(
+            F.col("impression_time") < F.lit(moment - timedelta(minutes=CLICK_WINDOW_MINUTES))
+        )
     return (
         joined.groupBy("ad_id")
-        .agg(F.countDistinct("impression_id").alias("impressions"), F.count("click_id").alias("clicks"))
+        .agg(
+            F.countDistinct("impression_id").alias("impressions"),
+            F.count("click_id").alias("clicks"),
+        )
         .withColumn("ctr_percent", F.round(F.col("clicks") * 100.0 / F.col("impressions"), 1))
         .orderBy("ad_id")
     )
 
 
-def read_ad_events(spark, source: str, bootstrap: str | None = None, *,
-                   topics: tuple[str, str] = (config.TOPIC_IMPRESSIONS, config.TOPIC_CLICKS),
-                   folder: Path = paths.AD_EVENTS_DIR) -> tuple[DataFrame, DataFrame]:
+def read_ad_events(
+    spark,
+    source: str,
+    bootstrap: str | None = None,
+    *,
+    topics: tuple[str, str] = (config.TOPIC_IMPRESSIONS, config.TOPIC_CLICKS),
+    folder: Path = paths.AD_EVENTS_DIR,
+) -> tuple[DataFrame, DataFrame]:
     """(impressions, clicks) from Kafka or JSON files, each record parsed with its quarantine_reason."""
     if source == "kafka":  # from the earliest offset: the producer may start before Spark does
         ensure_topics(bootstrap, topics)
@@ -176,18 +270,36 @@ def start_unbounded_join(impressions: DataFrame, clicks: DataFrame):
     return build_ad_join(*good, bounded=False).writeStream.format("noop").start()
 
 
-def start_live_join(impressions: DataFrame, clicks: DataFrame, checkpoints: Path, trigger: dict,
-                    output: Path = OUTPUT) -> list:
+def start_live_join(
+    impressions: DataFrame,
+    clicks: DataFrame,
+    checkpoints: Path,
+    trigger: dict,
+    output: Path = OUTPUT,
+) -> list:
     """The join of the good records into parquet, and the bad records of both streams into a quarantine."""
     good = valid_records(impressions, IMPRESSION_SCHEMA), valid_records(clicks, CLICK_SCHEMA)
-    bad = quarantined(impressions).withColumn("kind", F.lit("impression")).unionByName(
-        quarantined(clicks).withColumn("kind", F.lit("click")))
+    bad = (
+        quarantined(impressions)
+        .withColumn("kind", F.lit("impression"))
+        .unionByName(quarantined(clicks).withColumn("kind", F.lit("click")))
+    )
     # A stream-stream join only appends, and the parquet file sink is exactly-once: a
     # micro-batch replayed after a crash does not write its rows twice.
-    joined = (build_ad_join(*good).writeStream.format("parquet").option("path", paths.uri(output / "ad_joins"))
-              .option("checkpointLocation", paths.uri(checkpoints / "ad_join")).trigger(**trigger).queryName("ad_join"))
-    return [joined.start(),
-            start_quarantine(bad, output / "quarantine", checkpoints / "quarantine", trigger, name="ad_quarantine")]
+    joined = (
+        build_ad_join(*good)
+        .writeStream.format("parquet")
+        .option("path", paths.uri(output / "ad_joins"))
+        .option("checkpointLocation", paths.uri(checkpoints / "ad_join"))
+        .trigger(**trigger)
+        .queryName("ad_join")
+    )
+    return [
+        joined.start(),
+        start_quarantine(
+            bad, output / "quarantine", checkpoints / "quarantine", trigger, name="ad_quarantine"
+        ),
+    ]
 
 
 def read_joined(spark, folder: Path = OUTPUT / "ad_joins") -> DataFrame:
@@ -197,7 +309,9 @@ def read_joined(spark, folder: Path = OUTPUT / "ad_joins") -> DataFrame:
 
 def report_ctr(spark, query) -> None:
     if not any((OUTPUT / "ad_joins").glob("*.parquet")):
-        say("No joined rows yet: no ad events had arrived. Run the lesson again, or with a longer --duration.")
+        say(
+            "No joined rows yet: no ad events had arrived. Run the lesson again, or with a longer --duration."
+        )
         return
     watermark = ((query.lastProgress or {}).get("eventTime") or {}).get("watermark")
     print(f"CTR per ad over the impressions settled by the join's last watermark ({watermark}):")
@@ -209,16 +323,33 @@ def report_ctr(spark, query) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, available_now=True)
-    parser.add_argument("--source", choices=("kafka", "files"), default="kafka",
-                        help="where the ad impressions and clicks come from (default: %(default)s)")
+    parser.add_argument(
+        "--source",
+        choices=("kafka", "files"),
+        default="kafka",
+        help="where the ad impressions and clicks come from (default: %(default)s)",
+    )
     args = parser.parse_args(argv)
-    with (kafka_for_lesson() if args.source == "kafka" else nullcontext()) as bootstrap, explain_failures(), \
-            lesson_session(LESSON, args, kafka=args.source == "kafka", delta=True) as spark:
-        banner("1. Stream-static join: shop events + the catalogue, as a CSV file and as a Delta table")
+    with (
+        kafka_for_lesson() if args.source == "kafka" else nullcontext() as bootstrap,
+        explain_failures(),
+        lesson_session(LESSON, args, kafka=args.source == "kafka", delta=True) as spark,
+    ):
+        banner(
+            "1. Stream-static join: shop events + the catalogue, as a CSV file and as a Delta table"
+        )
         write_catalogue(spark)
-        replay(spark, SHOP_EVENTS, ECOMMERCE_EVENT_SCHEMA, build_catalogue_joins(spark), OUTPUT / "scenario",
-               edits={1: lambda: write_catalogue(spark, edit=True)},
-               describe_rows=lambda rows: ", ".join(f"{r.event_id} {r.list_price or 'unknown'}" for r in rows))
+        replay(
+            spark,
+            SHOP_EVENTS,
+            ECOMMERCE_EVENT_SCHEMA,
+            build_catalogue_joins(spark),
+            OUTPUT / "scenario",
+            edits={1: lambda: write_catalogue(spark, edit=True)},
+            describe_rows=lambda rows: ", ".join(
+                f"{r.event_id} {r.list_price or 'unknown'}" for r in rows
+            ),
+        )
         say("""The static side's plan runs again in every micro-batch, but a CSV DataFrame
             fixed its files and their lengths when it was created: batch 1 reads products.csv
             up to the old length (and the line that crosses it). P001's new price is there;
@@ -227,9 +358,15 @@ def main(argv: list[str] | None = None) -> None:
             (Re-reading the CSV inside foreachBatch works too.)""")
 
         banner("2. Stream-stream join, batch by batch: inner vs left outer")
-        replay_streams(spark, {"impressions": (IMPRESSIONS, IMPRESSION_SCHEMA), "clicks": (CLICKS, CLICK_SCHEMA)},
-                       build_join_kinds(), OUTPUT / "scenario",
-                       describe_rows=lambda rows: ", ".join(f"{r.impression_id}+{r.click_id or 'null'}" for r in rows))
+        replay_streams(
+            spark,
+            {"impressions": (IMPRESSIONS, IMPRESSION_SCHEMA), "clicks": (CLICKS, CLICK_SCHEMA)},
+            build_join_kinds(),
+            OUTPUT / "scenario",
+            describe_rows=lambda rows: ", ".join(
+                f"{r.impression_id}+{r.click_id or 'null'}" for r in rows
+            ),
+        )
         say(f"""CLK-3 came 18 minutes after IMP-3, outside the {CLICK_WINDOW_MINUTES}-minute bound: it
             matches nothing. The join's watermark is the MINIMUM of the two (each trails its
             stream by 2 minutes): batch 3 ran with 10:18, so no click could still come for
@@ -237,11 +374,20 @@ def main(argv: list[str] | None = None) -> None:
 
         banner(f"3. Live: impressions LEFT OUTER JOIN clicks ({args.source}), then CTR per ad")
         impressions, clicks = read_ad_events(spark, args.source, bootstrap)
-        show_refusal(lambda: start_unbounded_join(impressions, clicks), "An outer join without watermarks")
-        queries = start_live_join(impressions, clicks, checkpoint_root(LESSON, args), pick_trigger(args, "2 seconds"))
-        name, script, options = AD_SIMULATORS[args.source]  # none with --available-now: only what is there
-        with nullcontext(Simulator(name)) if args.available_now else simulator_for_lesson(
-                name, script, options, enabled=not args.no_simulator) as ads:
+        show_refusal(
+            lambda: start_unbounded_join(impressions, clicks), "An outer join without watermarks"
+        )
+        queries = start_live_join(
+            impressions, clicks, checkpoint_root(LESSON, args), pick_trigger(args, "2 seconds")
+        )
+        name, script, options = AD_SIMULATORS[
+            args.source
+        ]  # none with --available-now: only what is there
+        with (
+            nullcontext(Simulator(name))
+            if args.available_now
+            else simulator_for_lesson(name, script, options, enabled=not args.no_simulator) as ads
+        ):
             run_queries(queries, args, until=ads.done)
         report_ctr(spark, queries[0])
 

@@ -43,15 +43,27 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from common import cli, demos, paths, simulators, sources
-from common.runner import (banner, checkpoint_root, finish, foreach_batch, lesson_session, run_lesson,
-                           run_queries, say)
+from common.runner import (
+    banner,
+    checkpoint_root,
+    finish,
+    foreach_batch,
+    lesson_session,
+    run_lesson,
+    run_queries,
+    say,
+)
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 
 LESSON = "11_delta_lake"
-DEFAULT_DURATION = 60  # an upper bound: the lesson stops once the simulator is done and its files are read
+DEFAULT_DURATION = (
+    60  # an upper bound: the lesson stops once the simulator is done and its files are read
+)
 TRIGGER_INTERVAL = "3 seconds"  # one Delta commit (one table version) per micro-batch
 SIMULATOR = ("ecommerce", "generate_ecommerce_events.py", ["--count", "4", "--interval", "3"])
-AVAILABLE_NOW = {"availableNow": True}  # the queries that read a Delta table read what it holds, then stop
+AVAILABLE_NOW = {
+    "availableNow": True
+}  # the queries that read a Delta table read what it holds, then stop
 SHOW_ROWS = 8
 
 
@@ -69,7 +81,9 @@ def read_version(spark, table: Path, version: int | None = None) -> tuple[int, i
     """(version, rows) of the table as a batch read sees it: the latest commit, or ``version`` (time travel)."""
     if version is None:
         version = DeltaTable.forPath(spark, paths.uri(table)).history(1).first().version
-    return version, spark.read.format("delta").option("versionAsOf", version).load(paths.uri(table)).count()
+    return version, spark.read.format("delta").option("versionAsOf", version).load(
+        paths.uri(table)
+    ).count()
 
 
 def read_versions(spark, table: Path) -> list[tuple[int, int]]:
@@ -81,13 +95,15 @@ def read_versions(spark, table: Path) -> list[tuple[int, int]]:
 def start_events(parsed: DataFrame, table: Path, checkpoint: Path, trigger: dict):
     """Append every good event to the Delta table, exactly once per checkpoint."""
     # Created empty first (version 0), so batch reads and Delta sources never find no table.
-    DeltaTable.createIfNotExists(parsed.sparkSession).location(paths.uri(table)).addColumns(ECOMMERCE_EVENT_SCHEMA) \
-        .execute()
+    DeltaTable.createIfNotExists(parsed.sparkSession).location(paths.uri(table)).addColumns(
+        ECOMMERCE_EVENT_SCHEMA
+    ).execute()
     # The Delta sink writes each batch's files, then commits them together with (query id,
     # batch id) in the table's log. A batch that runs again after a crash finds its id
     # there and is skipped: exactly once, with the checkpoint's help.
     return (
-        sources.valid_records(parsed, ECOMMERCE_EVENT_SCHEMA).writeStream.format("delta")
+        sources.valid_records(parsed, ECOMMERCE_EVENT_SCHEMA)
+        .writeStream.format("delta")
         .outputMode("append")
         .option("checkpointLocation", paths.uri(checkpoint))
         .trigger(**trigger)
@@ -98,7 +114,8 @@ def start_events(parsed: DataFrame, table: Path, checkpoint: Path, trigger: dict
 def start_quarantine(parsed: DataFrame, table: Path, checkpoint: Path, trigger: dict):
     """Lines that are no usable event, kept whole with their reason in a Delta table of their own."""
     return (
-        sources.quarantined(parsed, "source_file").writeStream.format("delta")
+        sources.quarantined(parsed, "source_file")
+        .writeStream.format("delta")
         .outputMode("append")
         .option("checkpointLocation", paths.uri(checkpoint))
         .trigger(**trigger)
@@ -108,15 +125,21 @@ def start_quarantine(parsed: DataFrame, table: Path, checkpoint: Path, trigger: 
 
 def build_sales_by_category(events: DataFrame) -> DataFrame:
     """Purchases, units and revenue per category: an aggregation without a watermark, so complete mode."""
-    return events.filter(F.col("event_type") == "purchase").groupBy("category").agg(
-        F.count("*").alias("purchases"),
-        F.sum("quantity").alias("units"),
-        # Rounded so the totals read like money (doubles add up to 0.30000000000000004).
-        F.round(F.sum(F.col("price") * F.col("quantity")), 2).alias("revenue"),
+    return (
+        events.filter(F.col("event_type") == "purchase")
+        .groupBy("category")
+        .agg(
+            F.count("*").alias("purchases"),
+            F.sum("quantity").alias("units"),
+            # Rounded so the totals read like money (doubles add up to 0.30000000000000004).
+            F.round(F.sum(F.col("price") * F.col("quantity")), 2).alias("revenue"),
+        )
     )
 
 
-def start_complete(totals: DataFrame, sink_format: str, path: Path, checkpoint: Path, trigger: dict = AVAILABLE_NOW):
+def start_complete(
+    totals: DataFrame, sink_format: str, path: Path, checkpoint: Path, trigger: dict = AVAILABLE_NOW
+):
     """Keep ``path`` equal to the current totals: complete mode, the whole result every batch."""
     # Delta overwrites the table with it in one transaction; a file sink (parquet, json,
     # csv) only adds files, so Spark refuses complete mode for it at start().
@@ -133,13 +156,19 @@ def build_latest_per_user(events: DataFrame) -> DataFrame:
     """One row per user: their latest event in this (batch) DataFrame."""
     # MERGE needs at most one source row per target row, so a batch with three events of
     # the same user is reduced to the latest one first (ties broken by event id).
-    latest_first = Window.partitionBy("user_id").orderBy(F.col("timestamp").desc(), F.col("event_id").desc())
-    return events.withColumn("rank", F.row_number().over(latest_first)).filter("rank = 1").select(
-        "user_id",
-        F.col("event_id").alias("last_event_id"),
-        F.col("event_type").alias("last_event_type"),
-        F.col("product_id").alias("last_product_id"),
-        F.col("timestamp").alias("last_seen"),
+    latest_first = Window.partitionBy("user_id").orderBy(
+        F.col("timestamp").desc(), F.col("event_id").desc()
+    )
+    return (
+        events.withColumn("rank", F.row_number().over(latest_first))
+        .filter("rank = 1")
+        .select(
+            "user_id",
+            F.col("event_id").alias("last_event_id"),
+            F.col("event_type").alias("last_event_type"),
+            F.col("product_id").alias("last_product_id"),
+            F.col("timestamp").alias("last_seen"),
+        )
     )
 
 
@@ -148,17 +177,22 @@ def write_latest_per_user(batch: DataFrame, table: Path) -> None:
     spark, latest = batch.sparkSession, build_latest_per_user(batch)
     if not DeltaTable.isDeltaTable(spark, paths.uri(table)):
         latest.limit(0).write.format("delta").save(paths.uri(table))
-    DeltaTable.forPath(spark, paths.uri(table)).alias("t").merge(latest.alias("s"), "t.user_id = s.user_id") \
-        .whenMatchedUpdateAll(
-            # Only move forward in time: replaying an older (or the same) batch changes nothing.
-            condition="s.last_seen > t.last_seen OR (s.last_seen = t.last_seen AND s.last_event_id > t.last_event_id)"
-        ).whenNotMatchedInsertAll().execute()
+    DeltaTable.forPath(spark, paths.uri(table)).alias("t").merge(
+        latest.alias("s"), "t.user_id = s.user_id"
+    ).whenMatchedUpdateAll(
+        # Only move forward in time: replaying an older (or the same) batch changes nothing.
+        condition="s.last_seen > t.last_seen OR (s.last_seen = t.last_seen AND s.last_event_id > t.last_event_id)"
+    ).whenNotMatchedInsertAll().execute()
 
 
-def start_user_merge(events: DataFrame, table: Path, checkpoint: Path, trigger: dict = AVAILABLE_NOW):
+def start_user_merge(
+    events: DataFrame, table: Path, checkpoint: Path, trigger: dict = AVAILABLE_NOW
+):
     """A query that MERGEs each micro-batch of events into the per-user table."""
     return (
-        events.writeStream.foreachBatch(foreach_batch(lambda batch, batch_id: write_latest_per_user(batch, table)))
+        events.writeStream.foreachBatch(
+            foreach_batch(lambda batch, batch_id: write_latest_per_user(batch, table))
+        )
         .option("checkpointLocation", paths.uri(checkpoint))
         .trigger(**trigger)
         .start()
@@ -167,33 +201,58 @@ def start_user_merge(events: DataFrame, table: Path, checkpoint: Path, trigger: 
 
 def read_history(spark, table: Path) -> DataFrame:
     """The table's commits, oldest first: what each one did, for which micro-batch (epochId)."""
-    return DeltaTable.forPath(spark, paths.uri(table)).history().select(
-        "version", "operation", F.col("operationParameters.outputMode").alias("outputMode"),
-        F.col("operationParameters.epochId").alias("epochId"),
-        F.col("operationMetrics.numOutputRows").alias("numOutputRows"),
-    ).orderBy("version")
+    return (
+        DeltaTable.forPath(spark, paths.uri(table))
+        .history()
+        .select(
+            "version",
+            "operation",
+            F.col("operationParameters.outputMode").alias("outputMode"),
+            F.col("operationParameters.epochId").alias("epochId"),
+            F.col("operationMetrics.numOutputRows").alias("numOutputRows"),
+        )
+        .orderBy("version")
+    )
 
 
 def read_counts(spark, table: Path) -> tuple[int, int]:
     """(rows, distinct event ids) of the events table."""
-    row = spark.read.format("delta").load(paths.uri(table)).agg(F.count("*"), F.countDistinct("event_id")).first()
+    row = (
+        spark.read.format("delta")
+        .load(paths.uri(table))
+        .agg(F.count("*"), F.countDistinct("event_id"))
+        .first()
+    )
     return row[0], row[1]
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, available_now=True).parse_args(argv)
+    args = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, available_now=True).parse_args(
+        argv
+    )
     folder, checkpoints = paths.output_for(LESSON), checkpoint_root(LESSON, args)
     events_table = folder / "events"
     with lesson_session(LESSON, args, delta=True) as spark:
         banner("1. Events stream into a Delta table (append); batch reads while it writes")
         parsed = read_events(spark, paths.ECOMMERCE_DIR)
         # Every few seconds while the queries write: what a batch read of the table sees.
-        show_reader = lambda: print("  a batch read sees version {}: {} rows".format(  # noqa: E731
-            *read_version(spark, events_table)))
+        show_reader = lambda: print(
+            "  a batch read sees version {}: {} rows".format(  # noqa: E731
+                *read_version(spark, events_table)
+            )
+        )
         with simulators.file_input_for_lesson(*SIMULATOR, paths.ECOMMERCE_DIR, args) as files:
-            queries = [start_events(parsed, events_table, checkpoints / "events", files.trigger(TRIGGER_INTERVAL)),
-                       start_quarantine(parsed, folder / "quarantine", checkpoints / "quarantine",
-                                        files.trigger(TRIGGER_INTERVAL))]
+            queries = [
+                start_events(
+                    parsed, events_table, checkpoints / "events", files.trigger(TRIGGER_INTERVAL)
+                ),
+                start_quarantine(
+                    parsed,
+                    folder / "quarantine",
+                    checkpoints / "quarantine",
+                    files.trigger(TRIGGER_INTERVAL),
+                ),
+            ]
             run_queries(queries, args, until=files.done, every=show_reader)
         show_reader()
         say("""Each micro-batch is one commit in the table's _delta_log. A batch read sees the
@@ -204,35 +263,63 @@ def main(argv: list[str] | None = None) -> None:
         before = read_counts(spark, events_table)
         finish([start_events(parsed, events_table, checkpoints / "events", AVAILABLE_NOW)])
         after = read_counts(spark, events_table)
-        print(f"  before the restart: {before[0]} rows ({before[1]} distinct event ids); after it: "
-              f"{after[0] - before[0]} new rows -> {after[0]} rows ({after[1]} distinct event ids)")
+        print(
+            f"  before the restart: {before[0]} rows ({before[1]} distinct event ids); after it: "
+            f"{after[0] - before[0]} new rows -> {after[0]} rows ({after[1]} distinct event ids)"
+        )
         say("""The checkpoint knows which files were read, the table's log which batches it
             holds: a restart reads only new files. A NEW checkpoint would read every file
             again and append duplicates: checkpoint and table belong together.""")
         if after[0] == 0:
-            say("The events table is empty: no shop events arrived. Start the simulator (see Run), then run again.")
+            say(
+                "The events table is empty: no shop events arrived. Start the simulator (see Run), then run again."
+            )
             return
 
         banner("3. COMPLETE mode: a parquet sink refuses it, a Delta sink takes it")
         sales = build_sales_by_category(read_delta_stream(spark, events_table))
-        demos.show_refusal(lambda: start_complete(sales, "parquet", folder / "sales_parquet",
-                                                  checkpoints / "sales_parquet"), "Complete mode into a parquet sink")
-        finish([start_complete(sales, "delta", folder / "sales_by_category", checkpoints / "sales_by_category")])
-        spark.read.format("delta").load(paths.uri(folder / "sales_by_category")).orderBy("category").show(truncate=False)
+        demos.show_refusal(
+            lambda: start_complete(
+                sales, "parquet", folder / "sales_parquet", checkpoints / "sales_parquet"
+            ),
+            "Complete mode into a parquet sink",
+        )
+        finish(
+            [
+                start_complete(
+                    sales, "delta", folder / "sales_by_category", checkpoints / "sales_by_category"
+                )
+            ]
+        )
+        spark.read.format("delta").load(paths.uri(folder / "sales_by_category")).orderBy(
+            "category"
+        ).show(truncate=False)
         say("""A file sink only adds files: it cannot replace yesterday's totals. Delta replaces
             the table's contents in one commit per batch, so readers always see one complete
             result. Its source: the events table, read with readStream.format("delta").""")
 
         banner("4. History and time travel")
         read_history(spark, events_table).show(SHOW_ROWS, truncate=False)
-        print("  " + "; ".join(f"version {version}: {rows} rows" for version, rows in read_versions(
-            spark, events_table)) + " (the latest)")
+        print(
+            "  "
+            + "; ".join(
+                f"version {version}: {rows} rows"
+                for version, rows in read_versions(spark, events_table)
+            )
+            + " (the latest)"
+        )
         say("""One version per commit, a STREAMING UPDATE per micro-batch (epochId: the batch id).
             option("versionAsOf", N) reads the table as it was after commit N: audits, reports.""")
 
         banner("5. MERGE from foreachBatch: the latest event of every user")
         users = folder / "user_last_event"
-        finish([start_user_merge(read_delta_stream(spark, events_table), users, checkpoints / "user_last_event")])
+        finish(
+            [
+                start_user_merge(
+                    read_delta_stream(spark, events_table), users, checkpoints / "user_last_event"
+                )
+            ]
+        )
         latest_users = spark.read.format("delta").load(paths.uri(users))
         latest_users.orderBy(F.col("last_seen").desc(), "user_id").show(SHOW_ROWS, truncate=False)
         print(f"{latest_users.count()} users in {paths.display(users)}")

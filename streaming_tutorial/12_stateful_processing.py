@@ -66,18 +66,30 @@ from common import cli, paths, progress
 from common.runner import banner, checkpoint_root, lesson_session, run_lesson, run_queries, say
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 from common.simulators import file_input_for_lesson
-from common.sources import parse_json, quarantine_summary, quarantined, read_json_lines, start_quarantine, valid_records
+from common.sources import (
+    parse_json,
+    quarantine_summary,
+    quarantined,
+    read_json_lines,
+    start_quarantine,
+    valid_records,
+)
 
 LESSON = "12_stateful_processing"
-DEFAULT_DURATION = 60  # an upper bound: the lesson stops once the simulator is done and its files are read
+DEFAULT_DURATION = (
+    60  # an upper bound: the lesson stops once the simulator is done and its files are read
+)
 MAX_FILES_PER_TRIGGER = 1  # one file per micro-batch, so state visibly grows batch by batch
 TRIGGER_INTERVAL = "2 seconds"
 WATERMARK_DELAY = "10 seconds"  # how late an event may be and still count
 IDLE_TIMEOUT = timedelta(minutes=1)  # a user with no event for this long (event time) is closed
 # The simulator the lesson starts when the folder is empty: a fixed base time, so the run
 # shows the same users (and the same closed sessions) as the docstring.
-SIMULATOR = ("ecommerce", "generate_ecommerce_events.py",
-             ["--count", "4", "--interval", "3", "--base-time", "2025-01-15T10:30:00Z"])
+SIMULATOR = (
+    "ecommerce",
+    "generate_ecommerce_events.py",
+    ["--count", "4", "--interval", "3", "--base-time", "2025-01-15T10:30:00Z"],
+)
 
 # What func returns: one row per user per batch in which something happened to the user
 # (status active: had events this batch | closed: timed out).
@@ -89,18 +101,25 @@ STATE_SCHEMA = "events LONG, purchases LONG, total_spent DOUBLE, last_seen_ms LO
 
 def read_events(spark, folder: Path) -> DataFrame:
     """The folder's shop events, one file per micro-batch, parsed with a quarantine reason."""
-    return parse_json(read_json_lines(spark, folder, max_files_per_trigger=MAX_FILES_PER_TRIGGER),
-                      ECOMMERCE_EVENT_SCHEMA)
+    return parse_json(
+        read_json_lines(spark, folder, max_files_per_trigger=MAX_FILES_PER_TRIGGER),
+        ECOMMERCE_EVENT_SCHEMA,
+    )
 
 
 def build_user_state(
-    events: DataFrame, *, idle_timeout: timedelta = IDLE_TIMEOUT, watermark_delay: str = WATERMARK_DELAY
+    events: DataFrame,
+    *,
+    idle_timeout: timedelta = IDLE_TIMEOUT,
+    watermark_delay: str = WATERMARK_DELAY,
 ) -> DataFrame:
     """Running totals per user: one "active" row per user per batch with events, and one
     final "closed" row once the user has been idle for ``idle_timeout`` of event time."""
     idle_timeout_ms = int(idle_timeout.total_seconds() * 1000)
 
-    def update_user_state(key: tuple, batches: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
+    def update_user_state(
+        key: tuple, batches: Iterator[pd.DataFrame], state: GroupState
+    ) -> Iterator[pd.DataFrame]:
         """Called by Spark once per user per micro-batch with the user's key (a tuple), its new
         rows as pandas DataFrames (none when the call is a timeout) and its GroupState."""
         (user_id,) = key
@@ -123,7 +142,9 @@ def build_user_state(
         # Call me again once the watermark passes last_seen + idle_timeout, but never earlier than
         # the current watermark: Spark refuses that (INVALID_TIMEOUT_TIMESTAMP), and this user's
         # newest event can be behind it, since late rows are filtered with the previous batch's.
-        state.setTimeoutTimestamp(max(last_seen_ms + idle_timeout_ms, state.getCurrentWatermarkMs() + 1))
+        state.setTimeoutTimestamp(
+            max(last_seen_ms + idle_timeout_ms, state.getCurrentWatermarkMs() + 1)
+        )
         yield to_summary(user_id, "active", events, purchases, spent, last_seen_ms)
 
     if __name__ != "__main__":
@@ -145,11 +166,20 @@ def build_user_state(
     )
 
 
-def to_summary(user_id: str, status: str, events: int, purchases: int, spent: float,
-               last_seen_ms: int) -> pd.DataFrame:
+def to_summary(
+    user_id: str, status: str, events: int, purchases: int, spent: float, last_seen_ms: int
+) -> pd.DataFrame:
     """One output row in OUTPUT_SCHEMA's column order."""
-    return pd.DataFrame({"user_id": [user_id], "status": [status], "events": [events], "purchases": [purchases],
-                         "total_spent": [spent], "last_seen": [pd.Timestamp(last_seen_ms, unit="ms")]})
+    return pd.DataFrame(
+        {
+            "user_id": [user_id],
+            "status": [status],
+            "events": [events],
+            "purchases": [purchases],
+            "total_spent": [spent],
+            "last_seen": [pd.Timestamp(last_seen_ms, unit="ms")],
+        }
+    )
 
 
 def start_console(user_state: DataFrame, checkpoints: Path, trigger: dict):
@@ -169,18 +199,31 @@ def start_console(user_state: DataFrame, checkpoints: Path, trigger: dict):
 def start_queries(events: DataFrame, checkpoints: Path, quarantine: Path, trigger: dict) -> list:
     """The user state on the console; a line with no user or no time, which belongs to no
     state, to the quarantine with its reason."""
-    return [start_console(build_user_state(valid_records(events, ECOMMERCE_EVENT_SCHEMA)), checkpoints, trigger),
-            start_quarantine(quarantined(events, "source_file"), quarantine, checkpoints / "quarantine", trigger,
-                             name="user_state_quarantine")]
+    return [
+        start_console(
+            build_user_state(valid_records(events, ECOMMERCE_EVENT_SCHEMA)), checkpoints, trigger
+        ),
+        start_quarantine(
+            quarantined(events, "source_file"),
+            quarantine,
+            checkpoints / "quarantine",
+            trigger,
+            name="user_state_quarantine",
+        ),
+    ]
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, available_now=True).parse_args(argv)
+    args = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, available_now=True).parse_args(
+        argv
+    )
     folder, checkpoints = paths.ECOMMERCE_DIR, checkpoint_root(LESSON, args)
     quarantine = paths.output_for(LESSON, "quarantine")
     with lesson_session(LESSON, args) as spark:
         banner("1. mapGroupsWithState is Scala/Java only")
-        print(f"grouped.mapGroupsWithState exists in PySpark: {hasattr(GroupedData, 'mapGroupsWithState')}")
+        print(
+            f"grouped.mapGroupsWithState exists in PySpark: {hasattr(GroupedData, 'mapGroupsWithState')}"
+        )
         say("""Some tutorials pass a Python function to mapGroupsWithState: that API is Scala/Java
             only, so in Python it is an AttributeError before any data flows. PySpark's way is
             groupBy(...).applyInPandasWithState(func, output schema, state schema, output mode,
@@ -188,19 +231,30 @@ def main(argv: list[str] | None = None) -> None:
             get, getOption, exists, update and remove work as in Scala (get, getOption and exists
             are properties in Python), and yields pandas DataFrames.""")
 
-        banner(f"2. Per-user state; a user idle for {IDLE_TIMEOUT.seconds // 60} min of event time is closed")
+        banner(
+            f"2. Per-user state; a user idle for {IDLE_TIMEOUT.seconds // 60} min of event time is closed"
+        )
         # With files there and no simulator running: read them once (availableNow) and stop.
         with file_input_for_lesson(*SIMULATOR, folder, args) as files:
-            trigger = files.trigger(TRIGGER_INTERVAL)  # or a batch every few seconds while files arrive
+            trigger = files.trigger(
+                TRIGGER_INTERVAL
+            )  # or a batch every few seconds while files arrive
             queries = start_queries(read_events(spark, folder), checkpoints, quarantine, trigger)
             run_queries(queries, args, until=files.done)
-        state = progress.state_totals(queries[0].recentProgress)  # (batches, rows kept, rows removed), or None
-        say("""After {} micro-batches the state store keeps {} open users; {} were closed by the timeout
+        state = progress.state_totals(
+            queries[0].recentProgress
+        )  # (batches, rows kept, rows removed), or None
+        say(
+            """After {} micro-batches the state store keeps {} open users; {} were closed by the timeout
             and removed. Their state is in the checkpoint: run again and each user continues where it
-            stopped.""".format(*state) if state else
-            """No new file since the last run: every user's state in the checkpoint is as it was. Start
-            the simulator in a second terminal (see Run in this file) to add events to it.""")
-        print(f"Lines quarantined with their reason in {paths.display(quarantine)}: {quarantine_summary(spark, quarantine)}")
+            stopped.""".format(*state)
+            if state
+            else """No new file since the last run: every user's state in the checkpoint is as it was. Start
+            the simulator in a second terminal (see Run in this file) to add events to it."""
+        )
+        print(
+            f"Lines quarantined with their reason in {paths.display(quarantine)}: {quarantine_summary(spark, quarantine)}"
+        )
 
         banner("3. The rule for your own timeouts: never behind the current watermark")
         say(f"""Spark drops late rows with the previous batch's watermark, but func sees this batch's,

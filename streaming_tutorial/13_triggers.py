@@ -43,38 +43,81 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pyspark.sql import DataFrame, functions as F
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from common import cli, demos, latency, narration, paths, progress
 from common.kafka import explain_failures, recreate_topics, spark_options
 from common.kafka_broker import kafka_for_lesson
-from common.runner import banner, checkpoint_root, drain, finish, lesson_session, run_lesson, say, stop_between_batches
+from common.runner import (
+    banner,
+    checkpoint_root,
+    drain,
+    finish,
+    lesson_session,
+    run_lesson,
+    say,
+    stop_between_batches,
+)
 from common.sources import read_kafka
 
 LESSON = "13_triggers"
 DEFAULT_DURATION = 10  # seconds of messages for the latency measurement (part 4)
 WORDS_TOPIC = "triggers-words"  # 40 messages, the finite input of part 1
-LATENCY_TOPIC, REALTIME_OUT, MICROBATCH_OUT = "triggers-latency", "triggers-realtime", "triggers-microbatch"
+LATENCY_TOPIC, REALTIME_OUT, MICROBATCH_OUT = (
+    "triggers-latency",
+    "triggers-realtime",
+    "triggers-microbatch",
+)
 WORD_COUNT = 40
 MAX_OFFSETS_PER_TRIGGER = 10  # so a trigger that respects the source's limits needs 4 batches
 # A static table, small enough to broadcast: the join real-time mode can run.
-WORD_KINDS = [("spark", "engine"), ("flink", "engine"), ("kafka", "log"), ("delta", "table"), ("arrow", "format")]
+WORD_KINDS = [
+    ("spark", "engine"),
+    ("flink", "engine"),
+    ("kafka", "log"),
+    ("delta", "table"),
+    ("arrow", "format"),
+]
 # Real-time mode: one long-running task per Kafka partition, each holding a core for the whole
 # batch. local[*] on 2 cores: a 1-partition topic leaves the other core to the micro-batch query.
 PARTITIONS = 1
-REALTIME = {"realTime": "5 seconds"}  # the shortest Spark accepts (spark.sql.streaming.realTimeMode.minBatchDuration)
+REALTIME = {
+    "realTime": "5 seconds"
+}  # the shortest Spark accepts (spark.sql.streaming.realTimeMode.minBatchDuration)
 RATE = 20  # latency messages per second
-LATENCY_OUTPUTS = {"realTime='5 seconds'": REALTIME_OUT, "processingTime='0 seconds'": MICROBATCH_OUT}
-TRIGGERS = [("default (no .trigger())", {}), ("processingTime='2 seconds'", {"processingTime": "2 seconds"}),
-            ("availableNow=True", {"availableNow": True}), ("once=True (deprecated)", {"once": True})]
-ENDS_BY_ITSELF = {"availableNow", "once"}  # the triggers whose query stops once it has read what is there
+LATENCY_OUTPUTS = {
+    "realTime='5 seconds'": REALTIME_OUT,
+    "processingTime='0 seconds'": MICROBATCH_OUT,
+}
+TRIGGERS = [
+    ("default (no .trigger())", {}),
+    ("processingTime='2 seconds'", {"processingTime": "2 seconds"}),
+    ("availableNow=True", {"availableNow": True}),
+    ("once=True (deprecated)", {"once": True}),
+]
+ENDS_BY_ITSELF = {
+    "availableNow",
+    "once",
+}  # the triggers whose query stops once it has read what is there
 
 
-def read_messages(spark, bootstrap: str, topic: str, *, starting_offsets: str = "earliest",
-                  max_offsets_per_trigger: int | None = None) -> DataFrame:
+def read_messages(
+    spark,
+    bootstrap: str,
+    topic: str,
+    *,
+    starting_offsets: str = "earliest",
+    max_offsets_per_trigger: int | None = None,
+) -> DataFrame:
     """The topic's messages: id, word, and when each was sent (sent_ms, for the latency)."""
-    raw = read_kafka(spark, bootstrap, topic, starting_offsets=starting_offsets,
-                     max_offsets_per_trigger=max_offsets_per_trigger)
+    raw = read_kafka(
+        spark,
+        bootstrap,
+        topic,
+        starting_offsets=starting_offsets,
+        max_offsets_per_trigger=max_offsets_per_trigger,
+    )
     message = F.from_json(F.col("value").cast("string"), "id INT, word STRING, sent_ms BIGINT")
     return raw.select(message.alias("m")).select("m.*")
 
@@ -95,7 +138,9 @@ def build_tagged(messages: DataFrame, kinds: DataFrame) -> DataFrame:
 
 def to_kafka_record(tagged: DataFrame) -> DataFrame:
     """key = the word, value = the result as JSON, sent_ms carried along for the latency."""
-    return tagged.select(F.col("word").alias("key"), F.to_json(F.struct(*tagged.columns)).alias("value"))
+    return tagged.select(
+        F.col("word").alias("key"), F.to_json(F.struct(*tagged.columns)).alias("value")
+    )
 
 
 def start_noop(results: DataFrame, checkpoint: Path, trigger: dict):
@@ -104,21 +149,29 @@ def start_noop(results: DataFrame, checkpoint: Path, trigger: dict):
     return (writer.trigger(**trigger) if trigger else writer).start()  # no .trigger(): the default
 
 
-def start_kafka_sink(records: DataFrame, bootstrap: str, topic: str, checkpoint: Path, trigger: dict):
+def start_kafka_sink(
+    records: DataFrame, bootstrap: str, topic: str, checkpoint: Path, trigger: dict
+):
     return (
         records.writeStream.format("kafka")
         .options(**spark_options(bootstrap))
         .option("topic", topic)
         .option("checkpointLocation", paths.uri(checkpoint))
-        .outputMode("update")  # real-time mode runs update mode only; for a stateless query it is append
+        .outputMode(
+            "update"
+        )  # real-time mode runs update mode only; for a stateless query it is append
         .trigger(**trigger)
         .start()
     )
 
 
-def start_and_run(spark, bootstrap: str, kinds: DataFrame, trigger: dict, checkpoint: Path) -> list[dict]:
+def start_and_run(
+    spark, bootstrap: str, kinds: DataFrame, trigger: dict, checkpoint: Path
+) -> list[dict]:
     """The pipeline over the 40 messages with one trigger; its progress reports."""
-    messages = read_messages(spark, bootstrap, WORDS_TOPIC, max_offsets_per_trigger=MAX_OFFSETS_PER_TRIGGER)
+    messages = read_messages(
+        spark, bootstrap, WORDS_TOPIC, max_offsets_per_trigger=MAX_OFFSETS_PER_TRIGGER
+    )
     query = start_noop(build_tagged(messages, kinds), checkpoint, trigger)
     # availableNow and once end by themselves; the others run until the lesson stops them.
     (finish if ENDS_BY_ITSELF & trigger.keys() else drain)([query])
@@ -139,8 +192,10 @@ def start_continuous(spark, bootstrap: str, kinds: DataFrame):
 def start_latency_queries(spark, bootstrap: str, kinds: DataFrame, checkpoints: Path) -> list:
     """The same pipeline twice on the same topic: real-time mode, and micro-batches with trigger 0."""
     queries = []
-    for name, topic, trigger in (("realtime", REALTIME_OUT, REALTIME),
-                                 ("microbatch", MICROBATCH_OUT, {"processingTime": "0 seconds"})):
+    for name, topic, trigger in (
+        ("realtime", REALTIME_OUT, REALTIME),
+        ("microbatch", MICROBATCH_OUT, {"processingTime": "0 seconds"}),
+    ):
         # startingOffsets=latest: each query reads only what is sent after it started.
         messages = read_messages(spark, bootstrap, LATENCY_TOPIC, starting_offsets="latest")
         records = to_kafka_record(build_tagged(messages, kinds))
@@ -161,7 +216,9 @@ def start_realtime_deduplicated(spark, bootstrap: str, kinds: DataFrame):
 
     Stateless operators only: no aggregation, dropDuplicates or stream-stream join; the broadcast
     stream-static join of this lesson's pipeline is allowed."""
-    words = read_messages(spark, bootstrap, LATENCY_TOPIC).dropDuplicates(["word"])  # every word seen: state
+    words = read_messages(spark, bootstrap, LATENCY_TOPIC).dropDuplicates(
+        ["word"]
+    )  # every word seen: state
     return words.writeStream.format("console").outputMode("update").trigger(**REALTIME).start()
 
 
@@ -180,30 +237,56 @@ def start_realtime_memory(spark, bootstrap: str, kinds: DataFrame):
     Sinks: Kafka, console and foreach; memory and foreachBatch are refused. So are batch durations
     under 5 seconds and asyncProgressTrackingEnabled."""
     tagged = build_tagged(read_messages(spark, bootstrap, LATENCY_TOPIC), kinds)
-    return tagged.writeStream.format("memory").queryName("rt").outputMode("update").trigger(**REALTIME).start()
+    return (
+        tagged.writeStream.format("memory")
+        .queryName("rt")
+        .outputMode("update")
+        .trigger(**REALTIME)
+        .start()
+    )
 
 
 def write_inputs(bootstrap: str) -> None:
     """Every run starts from empty topics: 40 words to read, and the latency topics."""
     recreate_topics(bootstrap, [WORDS_TOPIC, LATENCY_TOPIC], partitions=PARTITIONS)
-    latency.create_stamped_topics(bootstrap, [REALTIME_OUT, MICROBATCH_OUT], fresh=True)  # results stamped by Kafka
-    latency.send_timed(bootstrap, WORDS_TOPIC, [{"id": n, "word": WORD_KINDS[n % 5][0]} for n in range(WORD_COUNT)])
+    latency.create_stamped_topics(
+        bootstrap, [REALTIME_OUT, MICROBATCH_OUT], fresh=True
+    )  # results stamped by Kafka
+    latency.send_timed(
+        bootstrap, WORDS_TOPIC, [{"id": n, "word": WORD_KINDS[n % 5][0]} for n in range(WORD_COUNT)]
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
     args = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, simulator=False).parse_args(argv)
-    checkpoints = checkpoint_root(LESSON, args) / "this-run"  # scratch: only this folder is ever deleted,
-    paths.remove_tree(checkpoints, allow_outside=True)  # on every run, so each trigger starts from the same message
+    checkpoints = (
+        checkpoint_root(LESSON, args) / "this-run"
+    )  # scratch: only this folder is ever deleted,
+    paths.remove_tree(
+        checkpoints, allow_outside=True
+    )  # on every run, so each trigger starts from the same message
     with kafka_for_lesson() as bootstrap, explain_failures():
         write_inputs(bootstrap)
         with lesson_session(LESSON, args, kafka=True) as spark:
             kinds = read_kinds(spark)
-            banner(f"1. Micro-batch triggers, {WORD_COUNT} messages, maxOffsetsPerTrigger {MAX_OFFSETS_PER_TRIGGER}")
-            runs = [start_and_run(spark, bootstrap, kinds, trigger, checkpoints / f"trigger-{number}")
-                    for number, (_, trigger) in enumerate(TRIGGERS)]
-            narration.print_table(("trigger", "micro-batches", "rows in each", "one every", "ends by itself"),
-                        [(label, *progress.describe_batches(run), "yes" if ENDS_BY_ITSELF & trigger.keys() else "no")
-                         for (label, trigger), run in zip(TRIGGERS, runs)])
+            banner(
+                f"1. Micro-batch triggers, {WORD_COUNT} messages, maxOffsetsPerTrigger {MAX_OFFSETS_PER_TRIGGER}"
+            )
+            runs = [
+                start_and_run(spark, bootstrap, kinds, trigger, checkpoints / f"trigger-{number}")
+                for number, (_, trigger) in enumerate(TRIGGERS)
+            ]
+            narration.print_table(
+                ("trigger", "micro-batches", "rows in each", "one every", "ends by itself"),
+                [
+                    (
+                        label,
+                        *progress.describe_batches(run),
+                        "yes" if ENDS_BY_ITSELF & trigger.keys() else "no",
+                    )
+                    for (label, trigger), run in zip(TRIGGERS, runs)
+                ],
+            )
             say("""The default runs the next micro-batch as soon as the last one ends; processingTime waits
                 for the next multiple of its interval. Neither ends by itself: the lesson stops them.
                 availableNow reads what is there when it starts, in batches that respect
@@ -212,28 +295,50 @@ def main(argv: list[str] | None = None) -> None:
                 stderr); it is deprecated since Spark 3.4: use availableNow.""")
 
             banner("2. continuous (legacy): records one by one, map-like queries only")
-            demos.show_refusal(lambda: start_continuous(spark, bootstrap, kinds), "This pipeline in continuous mode")
+            demos.show_refusal(
+                lambda: start_continuous(spark, bootstrap, kinds),
+                "This pipeline in continuous mode",
+            )
             say("""Continuous processing (Spark 2.3) ran long-lived tasks too, but only map-like queries
                 over a stream: no static table (as here), no joins, no aggregations; at-least-once
                 results, no progress reports. It gets no new features: for low latency use real-time
                 mode, which runs this pipeline.""")
 
             banner("3. Real-time mode: what it refuses")
-            for start in (start_realtime_append, start_realtime_deduplicated, start_realtime_rate, start_realtime_memory):
-                what, instead = start.__doc__.split("\n\n", 1)  # each attempt's docstring says what to do instead
+            for start in (
+                start_realtime_append,
+                start_realtime_deduplicated,
+                start_realtime_rate,
+                start_realtime_memory,
+            ):
+                what, instead = start.__doc__.split(
+                    "\n\n", 1
+                )  # each attempt's docstring says what to do instead
                 demos.show_refusal(lambda: start(spark, bootstrap, kinds), what)
                 say(instead)
 
-            banner(f"4. Latency, Kafka -> Spark -> Kafka: real-time mode against trigger 0 ({args.duration:.0f} s)")
+            banner(
+                f"4. Latency, Kafka -> Spark -> Kafka: real-time mode against trigger 0 ({args.duration:.0f} s)"
+            )
             if too_few_cores := latency.cores_missing(spark.sparkContext, PARTITIONS):
                 return say(too_few_cores)
             queries = start_latency_queries(spark, bootstrap, kinds, checkpoints / "latency")
-            records = [{"id": n, "word": WORD_KINDS[n % 5][0]} for n in range(int(args.duration * RATE))]
-            latencies = latency.measure_latency(bootstrap, LATENCY_TOPIC, LATENCY_OUTPUTS, records, rate=RATE,
-                                                warm_up_record=lambda n: {"id": -n, "word": "spark"})
+            records = [
+                {"id": n, "word": WORD_KINDS[n % 5][0]} for n in range(int(args.duration * RATE))
+            ]
+            latencies = latency.measure_latency(
+                bootstrap,
+                LATENCY_TOPIC,
+                LATENCY_OUTPUTS,
+                records,
+                rate=RATE,
+                warm_up_record=lambda n: {"id": -n, "word": "spark"},
+            )
             for query in queries:
                 stop_between_batches(query)
-            narration.print_table(("trigger", "messages", "p50", "p90"), latency.summary_rows(latencies))
+            narration.print_table(
+                ("trigger", "messages", "p50", "p90"), latency.summary_rows(latencies)
+            )
             say(f"""Both queries read the same {len(records)} messages ({RATE} per second, each with the time it
                 was sent), ran the same pipeline, and wrote to Kafka; latency is the broker's stamp on
                 the result minus that time. A micro-batch passes a record on when its batch ends:

@@ -32,17 +32,35 @@ import argparse
 from pathlib import Path
 from types import SimpleNamespace
 
-from pyspark.sql import DataFrame, functions as F
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from common import checkpoints, cli, config, crash, demos, narration, paths
-from common.runner import banner, checkpoint_root, finish, foreach_batch, lesson_session, run_lesson, say
+from common.runner import (
+    banner,
+    checkpoint_root,
+    finish,
+    foreach_batch,
+    lesson_session,
+    run_lesson,
+    say,
+)
 
 LESSON = "16_fault_tolerance"
 SCHEMA = "record_id STRING, user_id STRING, amount DOUBLE, event_time TIMESTAMP"
 SEED = 16  # same seed, same records, same windows on every run
-PARTS = {"a": (1, 12), "b": (13, 12), "c": (25, 4)}  # file -> (first record, count): A, then B mid-crash, C later
-WINDOW, WATERMARK = "1 minute", "1 minute"  # records are out of order by at most 5 s: none is ever late
-WAIT_FOR_KILL = {"processingTime": "1 hour"}  # after batch 0 the child plans nothing more: new files stay unlogged
+PARTS = {
+    "a": (1, 12),
+    "b": (13, 12),
+    "c": (25, 4),
+}  # file -> (first record, count): A, then B mid-crash, C later
+WINDOW, WATERMARK = (
+    "1 minute",
+    "1 minute",
+)  # records are out of order by at most 5 s: none is ever late
+WAIT_FOR_KILL = {
+    "processingTime": "1 hour"
+}  # after batch 0 the child plans nothing more: new files stay unlogged
 AVAILABLE_NOW = {"availableNow": True}
 
 
@@ -70,11 +88,14 @@ def build_window_counts(records: DataFrame, *keys: str) -> DataFrame:
 
 def write_events(batch: DataFrame, batch_id: int, where) -> None:
     """The foreachBatch function: each batch to a Delta table once, and to plain JSON files for contrast."""
-    app_id = batch.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")  # kept in the checkpoint
+    app_id = batch.sparkSession.sparkContext.getLocalProperty(
+        "sql.streaming.queryId"
+    )  # kept in the checkpoint
     batch.persist()
     # Delta commits (txnAppId, txnVersion) with the data: a replayed batch id is skipped, atomically.
-    batch.write.format("delta").mode("append").option("txnAppId", app_id).option("txnVersion", batch_id) \
-        .save(paths.uri(where.events))
+    batch.write.format("delta").mode("append").option("txnAppId", app_id).option(
+        "txnVersion", batch_id
+    ).save(paths.uri(where.events))
     # A plain file append knows no batch id: a replayed batch adds its rows again.
     batch.write.mode("append").json(paths.uri(where.plain))
     batch.unpersist()
@@ -109,7 +130,9 @@ def start_events(records: DataFrame, where, trigger: dict):
 
 def start_windows(counts: DataFrame, table: Path, checkpoint: Path, trigger: dict = AVAILABLE_NOW):
     """The stateful query: complete mode, every batch's whole result into ``table``."""
-    write = foreach_batch(crash.pausable(lambda batch, batch_id: write_windows(batch, batch_id, table), "windows"))
+    write = foreach_batch(
+        crash.pausable(lambda batch, batch_id: write_windows(batch, batch_id, table), "windows")
+    )
     return (
         counts.writeStream.outputMode("complete")
         .foreachBatch(write)
@@ -132,7 +155,9 @@ def start_both(spark, where, trigger: dict) -> list:
 def start_uninterrupted(spark, where):
     """The same windowed count on the same files, on a checkpoint of its own, never killed."""
     counts = build_window_counts(read_records(spark, where.input))
-    return start_windows(counts, where.output / "windows_uninterrupted", where.checkpoints / "windows_uninterrupted")
+    return start_windows(
+        counts, where.output / "windows_uninterrupted", where.checkpoints / "windows_uninterrupted"
+    )
 
 
 def start_by_user(spark, where, checkpoint: Path):
@@ -149,9 +174,18 @@ def start_filtered(spark, where):
 
 def start_lines(spark, server: crash.LineServer, seen: list, checkpoint: Path):
     """Lines from a TCP server, collected per batch: the source keeps no copy, only a count of lines received."""
-    lines = spark.readStream.format("socket").option("host", server.host).option("port", server.port)
-    return (lines.load().writeStream.foreachBatch(lambda batch, i: seen.extend(row.value for row in batch.collect()))
-            .option("checkpointLocation", paths.uri(checkpoint)).trigger(processingTime="200 milliseconds").start())
+    lines = (
+        spark.readStream.format("socket").option("host", server.host).option("port", server.port)
+    )
+    return (
+        lines.load()
+        .writeStream.foreachBatch(
+            lambda batch, i: seen.extend(row.value for row in batch.collect())
+        )
+        .option("checkpointLocation", paths.uri(checkpoint))
+        .trigger(processingTime="200 milliseconds")
+        .start()
+    )
 
 
 def read_ids(spark, where) -> tuple[list, list]:
@@ -163,30 +197,53 @@ def read_ids(spark, where) -> tuple[list, list]:
 
 def read_tallies(spark, where) -> tuple[crash.Tally, crash.Tally]:
     """Rows lost and duplicated in the Delta table and in the plain files, against the input files' ids."""
-    wanted = [row[0] for row in spark.read.schema(SCHEMA).json(paths.uri(where.input)).select("record_id").collect()]
+    wanted = [
+        row[0]
+        for row in spark.read.schema(SCHEMA)
+        .json(paths.uri(where.input))
+        .select("record_id")
+        .collect()
+    ]
     delta_ids, plain_ids = read_ids(spark, where)
     return crash.tally(wanted, delta_ids), crash.tally(wanted, plain_ids)
 
 
 def read_windows(spark, table: Path) -> list[tuple]:
-    return [tuple(row) for row in spark.read.format("delta").load(paths.uri(table)).orderBy("window_start").collect()]
+    return [
+        tuple(row)
+        for row in spark.read.format("delta")
+        .load(paths.uri(table))
+        .orderBy("window_start")
+        .collect()
+    ]
 
 
 def run_folders(args) -> SimpleNamespace:
     """This run's folders: checkpoints and outputs (the input files, the tables, the child's logs)."""
     output, ckpt = paths.output_for(LESSON, "this-run"), checkpoint_root(LESSON, args) / "this-run"
-    return SimpleNamespace(output=output, input=output / "input", events=output / "events", plain=output / "plain",
-                           windows=output / "windows", logs=output / "logs", checkpoints=ckpt)
+    return SimpleNamespace(
+        output=output,
+        input=output / "input",
+        events=output / "events",
+        plain=output / "plain",
+        windows=output / "windows",
+        logs=output / "logs",
+        checkpoints=ckpt,
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = cli.lesson_parser(__doc__, simulator=False)
-    parser.add_argument("--child", choices=("wait", "finish"), help=argparse.SUPPRESS)  # the process we kill
+    parser.add_argument(
+        "--child", choices=("wait", "finish"), help=argparse.SUPPRESS
+    )  # the process we kill
     args = parser.parse_args(argv)
     where = run_folders(args)
     if args.child:  # in the child: run both queries until killed ("wait") or done ("finish")
         with lesson_session(LESSON, args, delta=True) as spark:
-            return finish(start_both(spark, where, WAIT_FOR_KILL if args.child == "wait" else AVAILABLE_NOW))
+            return finish(
+                start_both(spark, where, WAIT_FOR_KILL if args.child == "wait" else AVAILABLE_NOW)
+            )
     for folder in (where.output, where.checkpoints):  # only these this-run folders are ever deleted
         paths.remove_tree(folder, allow_outside=True)
     child = crash.ChildRuns.of_lesson(__file__, args, where.logs)  # runs this file with --child
@@ -203,9 +260,14 @@ def main(argv: list[str] | None = None) -> None:
             process.wait_for_marker("after-sink", 1, "events", "windows")
             print(f"kill 2, after the sink wrote batch 1, before its commit: {logs()}")
             process.kill()
-        finish(start_both(spark, where, AVAILABLE_NOW))  # the restart, in this process: no kill this time
-        print("after the restart: {}\nDelta table (txnAppId/txnVersion): {}\nplain JSON files (no batch id):    {}"
-              .format(logs(), *read_tallies(spark, where)))
+        finish(
+            start_both(spark, where, AVAILABLE_NOW)
+        )  # the restart, in this process: no kill this time
+        print(
+            "after the restart: {}\nDelta table (txnAppId/txnVersion): {}\nplain JSON files (no batch id):    {}".format(
+                logs(), *read_tallies(spark, where)
+            )
+        )
         say("""Both 0 for Delta: the file source can replay, Spark logs a batch's offsets BEFORE
             it runs it, and the sink is idempotent. Kill 1 left part-b.json in no offsets file:
             the restart planned it as batch 1. Kill 2 left offsets/1 without commits/1: the
@@ -220,27 +282,43 @@ def main(argv: list[str] | None = None) -> None:
 
         banner("3. The windowed count survived both kills")
         finish([start_uninterrupted(spark, where)])
-        killed, whole = read_windows(spark, where.windows), read_windows(spark, where.output / "windows_uninterrupted")
-        narration.print_table(("window_start", "records", "amount"), [(str(w)[11:16], r, a) for w, r, a in killed])
-        print(f"killed twice: {len(killed)} windows; uninterrupted run: {len(whole)} windows; equal: {killed == whole}")
+        killed, whole = (
+            read_windows(spark, where.windows),
+            read_windows(spark, where.output / "windows_uninterrupted"),
+        )
+        narration.print_table(
+            ("window_start", "records", "amount"), [(str(w)[11:16], r, a) for w, r, a in killed]
+        )
+        print(
+            f"killed twice: {len(killed)} windows; uninterrupted run: {len(whole)} windows; equal: {killed == whole}"
+        )
         say("""Uninterrupted: the same query on the same files, in this process, on a checkpoint
             of its own. The killed one restored counts from state/, its watermark from offsets/.""")
 
         banner("4. An incompatible change: another grouping key on the same checkpoint")
         write_part(where, "c")
-        demos.show_refusal(lambda: start_by_user(spark, where, where.checkpoints / "windows"),
-                           "Counting per window AND user on the old checkpoint")
+        demos.show_refusal(
+            lambda: start_by_user(spark, where, where.checkpoints / "windows"),
+            "Counting per window AND user on the old checkpoint",
+        )
         say("""The state holds one count per window; the changed query wants one per window and
             user. Spark compares the key schema in state/ with the new one at the first batch
             and stops rather than read wrong state. Two ways out:""")
         finish([start_by_user(spark, where, where.checkpoints / "windows_by_user")])
-        print(f"  a) a new checkpoint: all {sum(n for _, n in PARTS.values())} records read again, old state unused")
+        print(
+            f"  a) a new checkpoint: all {sum(n for _, n in PARTS.values())} records read again, old state unused"
+        )
         finish([start_filtered(spark, where)])
-        print("  b) a change the checkpoint allows, a filter before the aggregation: runs on, "
-              f"now after batch {checkpoints.last_commit(where.checkpoints / 'windows')}")
+        print(
+            "  b) a change the checkpoint allows, a filter before the aggregation: runs on, "
+            f"now after batch {checkpoints.last_commit(where.checkpoints / 'windows')}"
+        )
 
         banner("5. Socket input, for contrast: lines sent while the query was down are gone")
-        crash.socket_gap(lambda *server_seen_checkpoint: start_lines(spark, *server_seen_checkpoint), where.checkpoints)
+        crash.socket_gap(
+            lambda *server_seen_checkpoint: start_lines(spark, *server_seen_checkpoint),
+            where.checkpoints,
+        )
         say("""A socket keeps no history; its offsets only count one connection's lines. On the
             old checkpoint that count restarts below the committed one and the query fails; on a
             new one it runs, but what was sent while no query listened is gone. Use files or Kafka.""")

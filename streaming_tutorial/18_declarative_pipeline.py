@@ -46,7 +46,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from pyspark.sql import DataFrame, functions as F
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from common import cli, files, paths, pipelines, sources, storage
 from common.narration import print_table
@@ -55,12 +56,30 @@ from common.schemas import ECOMMERCE_EVENT_SCHEMA
 
 LESSON = "18_declarative_pipeline"
 PIPELINE = "shop"  # the folder streaming_tutorial/pipelines/shop: its spec and its definitions
-INPUT = paths.output_for(LESSON, "events")  # its own input: the other lessons' data/ecommerce_events stays as it is
+INPUT = paths.output_for(
+    LESSON, "events"
+)  # its own input: the other lessons' data/ecommerce_events stays as it is
 BRONZE = "bronze_events"  # the streaming table that reads the files: its checkpoint lists them
-TABLES = ("bronze_events", "silver_events", "silver_quarantine", "gold_category_revenue", "gold_funnel")
+TABLES = (
+    "bronze_events",
+    "silver_events",
+    "silver_quarantine",
+    "gold_category_revenue",
+    "gold_funnel",
+)
 # The shop simulator, run to its end: a fixed seed and start time, so a fresh run shows the same figures.
-GENERATOR = [sys.executable, str(paths.GENERATORS_DIR / "generate_ecommerce_events.py"), "--interval", "0",
-             "--seed", "42", "--base-time", "2025-01-15T10:30:00Z", "--output-dir", str(INPUT)]
+GENERATOR = [
+    sys.executable,
+    str(paths.GENERATORS_DIR / "generate_ecommerce_events.py"),
+    "--interval",
+    "0",
+    "--seed",
+    "42",
+    "--base-time",
+    "2025-01-15T10:30:00Z",
+    "--output-dir",
+    str(INPUT),
+]
 FIRST_FILES, NEW_FILES = 3, 2
 # Lines no event can be made of, in a file of their own: the quarantine's input (written once).
 TYPOS_FILE = "events-typos.json"
@@ -93,8 +112,12 @@ def count_rows(spark) -> dict[str, int]:
 
 def read_events(spark) -> DataFrame:
     """The good events of every file in INPUT, as one batch (what bronze and silver read)."""
-    lines = spark.read.text(paths.uri(INPUT)).withColumn("source_file", F.col("_metadata.file_name"))
-    return sources.valid_records(sources.parse_json(lines, ECOMMERCE_EVENT_SCHEMA), ECOMMERCE_EVENT_SCHEMA)
+    lines = spark.read.text(paths.uri(INPUT)).withColumn(
+        "source_file", F.col("_metadata.file_name")
+    )
+    return sources.valid_records(
+        sources.parse_json(lines, ECOMMERCE_EVENT_SCHEMA), ECOMMERCE_EVENT_SCHEMA
+    )
 
 
 def compare_with_lesson_17(spark) -> None:
@@ -105,15 +128,23 @@ def compare_with_lesson_17(spark) -> None:
         gold = sorted(read_table(spark, table).collect())
         expected = getattr(lesson_17, builder)(events)
         mine = sorted(expected.select(*read_table(spark, table).columns).collect())
-        print(f"  {table}: {len(gold)} rows, lesson 17's {builder}: {len(mine)} rows, equal: {gold == mine}")
-        for row in [row for row in gold if row not in mine][:3] + [row for row in mine if row not in gold][:3]:
+        print(
+            f"  {table}: {len(gold)} rows, lesson 17's {builder}: {len(mine)} rows, equal: {gold == mine}"
+        )
+        for row in [row for row in gold if row not in mine][:3] + [
+            row for row in mine if row not in gold
+        ][:3]:
             print(f"    differs: {row}")
 
 
 def main(argv: list[str] | None = None) -> None:
     args = cli.lesson_parser(__doc__, simulator=False).parse_args(argv)
-    pipeline = pipelines.Pipeline(PIPELINE, home=paths.output_for(LESSON), storage=checkpoint_root(LESSON, args),
-                                  configuration={"shop.events_dir": paths.uri(INPUT)})  # bronze.py reads it
+    pipeline = pipelines.Pipeline(
+        PIPELINE,
+        home=paths.output_for(LESSON),
+        storage=checkpoint_root(LESSON, args),
+        configuration={"shop.events_dir": paths.uri(INPUT)},
+    )  # bronze.py reads it
     # The session serves Spark Connect (the plugin and the catalog are read when its JVM starts).
     with lesson_session(LESSON, args, extra_conf=pipelines.server_conf(pipeline)) as spark:
         banner("1. The pipeline: five tables declared in three files")
@@ -138,7 +169,9 @@ def main(argv: list[str] | None = None) -> None:
             any data moves ({dry.seconds:.0f} s: the graph went to the lesson's session).""")
 
         banner("3. spark-pipelines run: bronze -> silver -> gold")
-        read_before = pipelines.files_read(pipeline, BRONZE)  # on a second run of the lesson: read before
+        read_before = pipelines.files_read(
+            pipeline, BRONZE
+        )  # on a second run of the lesson: read before
         first = pipelines.run(pipeline, "run")
         after_first, read_first = count_rows(spark), pipelines.files_read(pipeline, BRONZE)
         print(f"  run 1 read: {', '.join(sorted(read_first - read_before)) or '(no new file)'}")
@@ -151,8 +184,10 @@ def main(argv: list[str] | None = None) -> None:
         after_second = count_rows(spark)
         read_second = pipelines.files_read(pipeline, BRONZE)
         print(f"  run 2 read: {', '.join(sorted(read_second - read_first)) or '(no new file)'}")
-        print_table(("table", "after run 1", "after run 2"),
-                    [(table, after_first[table], after_second[table]) for table in TABLES])
+        print_table(
+            ("table", "after run 1", "after run 2"),
+            [(table, after_first[table], after_second[table]) for table in TABLES],
+        )
         say("""The streaming tables appended only what was new: their checkpoints (under
             checkpoints/18_declarative_pipeline) remember what they read. The materialized views
             were recomputed from all of silver_events: always the whole answer. The runs take
@@ -161,7 +196,9 @@ def main(argv: list[str] | None = None) -> None:
         read_table(spark, "silver_quarantine").select("source_file", "reason").show(truncate=False)
 
         banner("5. The gold tables, and lesson 17's figures on the same input")
-        read_table(spark, "gold_category_revenue").orderBy("window_start", "category").show(SHOW_ROWS)
+        read_table(spark, "gold_category_revenue").orderBy("window_start", "category").show(
+            SHOW_ROWS
+        )
         read_table(spark, "gold_funnel").orderBy("window_start").show(SHOW_ROWS)
         compare_with_lesson_17(spark)
 

@@ -7,12 +7,12 @@ import re
 import socket
 import stat
 import subprocess
-from datetime import datetime, timezone
 import sys
 import time
 import uuid
 import warnings
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -45,19 +45,47 @@ def iso_at(time_of_day: str) -> str:
     return f"{DAY}T{time_of_day}.000Z"
 
 
-def shop_event(number: int, user: str, kind: str, time_of_day: str, *, product: str = "P001",
-               name: str = "Coffee Maker", category: str = "Home", price: float = 10.0, quantity: int = 1) -> dict:
+def shop_event(
+    number: int,
+    user: str,
+    kind: str,
+    time_of_day: str,
+    *,
+    product: str = "P001",
+    name: str = "Coffee Maker",
+    category: str = "Home",
+    price: float = 10.0,
+    quantity: int = 1,
+) -> dict:
     """One shop event as generate_ecommerce_events.py writes it."""
-    return {"event_id": f"EVT-{number:06d}", "user_id": user, "event_type": kind, "product_id": product,
-            "product_name": name, "category": category, "price": price, "quantity": quantity,
-            "timestamp": iso_at(time_of_day)}
+    return {
+        "event_id": f"EVT-{number:06d}",
+        "user_id": user,
+        "event_type": kind,
+        "product_id": product,
+        "product_name": name,
+        "category": category,
+        "price": price,
+        "quantity": quantity,
+        "timestamp": iso_at(time_of_day),
+    }
 
 
-def sensor_reading(reading_id: int, sensor: str, time_of_day: str, temperature: float = 21.0,
-                   humidity: float = 40.0) -> dict:
+def sensor_reading(
+    reading_id: int,
+    sensor: str,
+    time_of_day: str,
+    temperature: float = 21.0,
+    humidity: float = 40.0,
+) -> dict:
     """One sensor reading as generate_sensor_data.py writes it."""
-    return {"reading_id": reading_id, "sensor_id": sensor, "temperature": temperature, "humidity": humidity,
-            "event_time": iso_at(time_of_day)}
+    return {
+        "reading_id": reading_id,
+        "sensor_id": sensor,
+        "temperature": temperature,
+        "humidity": humidity,
+        "event_time": iso_at(time_of_day),
+    }
 
 
 def load_lesson(stem: str):
@@ -72,7 +100,9 @@ def spark():
     """The one SparkSession of the test run, with every connector the lessons use."""
     from common.session import get_spark
 
-    session = get_spark("course-tests", master="local[2]", kafka=True, delta=True, jdbc=True, ui=False)
+    session = get_spark(
+        "course-tests", master="local[2]", kafka=True, delta=True, jdbc=True, ui=False
+    )
     yield session
     session.stop()
 
@@ -85,10 +115,22 @@ def course_home(tmp_path):
     return home
 
 
-def run_script(script: Path | str, *args: str, home: Path, timeout: float = 180, cwd: Path | None = None,
-               input_text: str | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+def run_script(
+    script: Path | str,
+    *args: str,
+    home: Path,
+    timeout: float = 180,
+    cwd: Path | None = None,
+    input_text: str | None = None,
+    env: dict | None = None,
+) -> subprocess.CompletedProcess:
     """Run a course script as a learner would: a fresh Python process, outputs captured."""
-    environment = {**os.environ, "STREAMING_COURSE_HOME": str(home), "PYTHONUNBUFFERED": "1", **(env or {})}
+    environment = {
+        **os.environ,
+        "STREAMING_COURSE_HOME": str(home),
+        "PYTHONUNBUFFERED": "1",
+        **(env or {}),
+    }
     return subprocess.run(
         [sys.executable, str(ROOT / script), *args],
         cwd=cwd or ROOT,
@@ -134,7 +176,9 @@ def kafka_test_broker(tmp_path_factory):
     while controller_port == port:
         controller_port = free_port(config.LOCAL_KAFKA_HOST)
     home = tmp_path_factory.mktemp("kafka-home")
-    broker = kafka_broker.LocalBroker(port=port, controller_port=controller_port, home=home / ".runtime" / "kafka")
+    broker = kafka_broker.LocalBroker(
+        port=port, controller_port=controller_port, home=home / ".runtime" / "kafka"
+    )
     started = time.monotonic()
     process = kafka_broker.start(broker, say=lambda text: None)
     assert process is not None, f"something else answered on the free port {port}"
@@ -210,8 +254,10 @@ def kafka_report_header() -> str:
 
     configured = os.environ.get(KAFKA_BOOTSTRAP_ENV, "").strip()
     if configured:
-        return (f"kafka: the tests use the cluster in {KAFKA_BOOTSTRAP_ENV}={configured} (set by you) and create "
-                "their topics there; unset it to let them start a broker of their own")
+        return (
+            f"kafka: the tests use the cluster in {KAFKA_BOOTSTRAP_ENV}={configured} (set by you) and create "
+            "their topics there; unset it to let them start a broker of their own"
+        )
     return "kafka: the tests start a broker of their own (free ports, data in the run's temporary folder)"
 
 
@@ -261,9 +307,11 @@ def grouping_problem(config) -> str | None:
     """Why the one-session grouping did not hold in this run, or None."""
     if getattr(config.option, "dist", "no") != "loadgroup" or len(jvm_test_workers) <= 1:
         return None
-    return (f"the Spark and Kafka tests ran on {len(jvm_test_workers)} workers ({', '.join(sorted(jvm_test_workers))}), "
-            "each with its own session: xdist_group did not group them. Check the pytest and "
-            "pytest-xdist versions against requirements.txt.")
+    return (
+        f"the Spark and Kafka tests ran on {len(jvm_test_workers)} workers ({', '.join(sorted(jvm_test_workers))}), "
+        "each with its own session: xdist_group did not group them. Check the pytest and "
+        "pytest-xdist versions against requirements.txt."
+    )
 
 
 def pytest_report_header(config):
@@ -286,7 +334,9 @@ GROUPING_PROBLEM = pytest.StashKey[str]()
 KAFKA_TEST_BROKER_STARTED: dict[str, float] = {}
 
 
-def snapshot_tree(root: Path, folders=LEARNER_FOLDERS, *, skip: tuple[str, ...] = ()) -> dict[str, tuple]:
+def snapshot_tree(
+    root: Path, folders=LEARNER_FOLDERS, *, skip: tuple[str, ...] = ()
+) -> dict[str, tuple]:
     """{path relative to root: (kind, size, mtime in ns)} of every file and folder in ``folders``.
 
     ``skip``: relative folders left out (the data of a broker the learner runs, which changes
@@ -334,15 +384,23 @@ def learner_kafka_topics() -> dict[str, tuple]:
         return {}
     if not port_open(config.LOCAL_KAFKA_HOST, config.local_kafka_port()):
         return {}  # nothing listens: no need to load the Kafka client at all
-    with warnings.catch_warnings():  # kafka-python's import-time DeprecationWarnings (see the test modules)
+    with (
+        warnings.catch_warnings()
+    ):  # kafka-python's import-time DeprecationWarnings (see the test modules)
         warnings.simplefilter("ignore", DeprecationWarning)
         from common.kafka import answers, end_offsets, list_topics
 
         bootstrap = config.local_kafka_bootstrap()
         if not answers(bootstrap, timeout=3):
             return {}
-        return {f"kafka://{bootstrap}/{name}": ("topic", tuple(sorted(end_offsets(bootstrap, name).items())), 0)
-                for name in list_topics(bootstrap)}
+        return {
+            f"kafka://{bootstrap}/{name}": (
+                "topic",
+                tuple(sorted(end_offsets(bootstrap, name).items())),
+                0,
+            )
+            for name in list_topics(bootstrap)
+        }
 
 
 def learner_snapshot() -> dict[str, tuple]:
@@ -357,7 +415,9 @@ def pytest_sessionstart(session):
         session.config.stash[LEARNER_SNAPSHOT] = learner_snapshot()
 
 
-@pytest.hookimpl(trylast=True)  # after pytest's own teardown of what is left (e.g. after -x or Ctrl-C)
+@pytest.hookimpl(
+    trylast=True
+)  # after pytest's own teardown of what is left (e.g. after -x or Ctrl-C)
 def pytest_sessionfinish(session, exitstatus):
     """Runs after every test and every fixture's teardown: compare the learner's files, and
     check that the Spark tests shared one session."""
@@ -377,17 +437,24 @@ def pytest_sessionfinish(session, exitstatus):
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if "seconds" in KAFKA_TEST_BROKER_STARTED:
         terminalreporter.write_line(
-            f"kafka: the test run's own broker started in {KAFKA_TEST_BROKER_STARTED['seconds']:.1f} s")
+            f"kafka: the test run's own broker started in {KAFKA_TEST_BROKER_STARTED['seconds']:.1f} s"
+        )
     if config.stash.get(GROUPING_PROBLEM, None):
-        terminalreporter.section("FAILED: the tests did not share one Spark session", sep="!", red=True, bold=True)
+        terminalreporter.section(
+            "FAILED: the tests did not share one Spark session", sep="!", red=True, bold=True
+        )
         terminalreporter.write_line(config.stash[GROUPING_PROBLEM], red=True)
     changes = config.stash.get(LEARNER_CHANGES, [])
     if changes:
-        terminalreporter.section("FAILED: the test run changed the learner's files", sep="!", red=True, bold=True)
+        terminalreporter.section(
+            "FAILED: the test run changed the learner's files", sep="!", red=True, bold=True
+        )
         terminalreporter.write_line(
             f"These paths under {LEARNER_ROOT} changed during the test run. Tests must write only into "
             "temporary folders and use their own Kafka broker (a lesson or simulator you ran meanwhile "
-            "would explain it too):", red=True)
+            "would explain it too):",
+            red=True,
+        )
         for line in changes[:50]:
             terminalreporter.write_line(f"  {line}", red=True)
         if len(changes) > 50:

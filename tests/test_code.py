@@ -14,8 +14,15 @@ from pyflakes import api, messages, reporter
 
 from conftest import ROOT
 
-CHECKED = ["streaming_tutorial", "data_generators", "benchmarks", "tests", "course.py", "local_kafka.py",
-           "initial_setup.py"]
+CHECKED = [
+    "streaming_tutorial",
+    "data_generators",
+    "benchmarks",
+    "tests",
+    "course.py",
+    "local_kafka.py",
+    "initial_setup.py",
+]
 
 
 class Collect(reporter.Reporter):
@@ -29,7 +36,9 @@ class Collect(reporter.Reporter):
         line = linecache.getline(message.filename, message.lineno)
         if isinstance(message, messages.UnusedImport) and "noqa" in line:
             return
-        self.found.append(f"{message.filename}:{message.lineno}: {message.message % message.message_args}")
+        self.found.append(
+            f"{message.filename}:{message.lineno}: {message.message % message.message_args}"
+        )
 
     def unexpectedError(self, filename, problem):
         self.found.append(f"{filename}: {problem}")

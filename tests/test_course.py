@@ -47,7 +47,9 @@ def test_lessons_are_numbered_without_gaps():
 def test_lesson_docstring_has_every_section_and_names_itself(lesson):
     text = docstring(lesson)
     for section in SECTIONS:
-        assert re.search(rf"^{re.escape(section)}\s*$", text, re.MULTILINE), f"{lesson.name}: no '{section}' section"
+        assert re.search(rf"^{re.escape(section)}\s*$", text, re.MULTILINE), (
+            f"{lesson.name}: no '{section}' section"
+        )
     run_section = text.split("Run", 1)[1].split("What you'll see", 1)[0]
     assert f"python streaming_tutorial/{lesson.name}" in run_section
 
@@ -58,15 +60,23 @@ def test_lesson_follows_the_skeleton(lesson):
     tree = ast.parse(source)
     functions = [node.name for node in tree.body if isinstance(node, ast.FunctionDef)]
     # The shape: docstring, constants, the query's functions, then main() reading as the pipeline.
-    assert functions and functions[-1] == "main", f"{lesson.name}: main() should come last, after the query"
-    assert source.rstrip().endswith("run_lesson(main)"), f"{lesson.name}: end with the __main__ guard"
+    assert functions and functions[-1] == "main", (
+        f"{lesson.name}: main() should come last, after the query"
+    )
+    assert source.rstrip().endswith("run_lesson(main)"), (
+        f"{lesson.name}: end with the __main__ guard"
+    )
     assert "import *" not in source
 
 
 @pytest.mark.parametrize("script", LESSONS + SIMULATORS, ids=lambda p: p.stem)
 def test_help_works_from_another_directory_and_lessons_take_the_common_flags(script, tmp_path):
     result = subprocess.run(
-        [sys.executable, str(script), "--help"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+        [sys.executable, str(script), "--help"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "usage:" in result.stdout
@@ -84,7 +94,9 @@ def test_readme_indexes_every_lesson_and_simulator():
 def test_quick_reference_links_every_lesson():
     text = (ROOT / "QUICK_REFERENCE.md").read_text(encoding="utf-8")
     for lesson in LESSONS:
-        assert f"streaming_tutorial/{lesson.name}" in text, f"QUICK_REFERENCE does not link {lesson.name}"
+        assert f"streaming_tutorial/{lesson.name}" in text, (
+            f"QUICK_REFERENCE does not link {lesson.name}"
+        )
 
 
 def quick_start_commands() -> list[str]:
@@ -100,7 +112,11 @@ def test_quick_start_is_exactly_two_commands():
 
 def ci_commands() -> list[str]:
     lines = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
-    return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith(("#", "set ", "cd "))]
+    return [
+        line.strip()
+        for line in lines
+        if line.strip() and not line.lstrip().startswith(("#", "set ", "cd "))
+    ]
 
 
 def test_ci_runs_the_readme_test_command_then_the_crash_lane_then_the_tour_twice_per_lesson():
@@ -112,8 +128,23 @@ def test_ci_runs_the_readme_test_command_then_the_crash_lane_then_the_tour_twice
 
 def collected(*args: str) -> list[str]:
     """The test ids pytest (with pytest.ini) selects under tests/hardening for ``args``, without running them."""
-    result = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0", *args,
-                             "tests/hardening"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-n",
+            "0",
+            *args,
+            "tests/hardening",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     return [line for line in result.stdout.splitlines() if "::" in line]
 
@@ -124,8 +155,11 @@ def test_the_crash_lane_runs_only_when_an_m_expression_names_it():
     addopts = shlex.split(ini["pytest"]["addopts"])
     assert addopts[addopts.index("-m") + 1] == "not crash"  # a later -m (the CI's "-m crash") wins
     assert any(line.strip().startswith("crash:") for line in ini["pytest"]["markers"].splitlines())
-    marked = sorted(path.name for path in (ROOT / "tests").rglob("test_*.py")
-                    if path != Path(__file__) and "pytest.mark.crash" in path.read_text(encoding="utf-8"))
+    marked = sorted(
+        path.name
+        for path in (ROOT / "tests").rglob("test_*.py")
+        if path != Path(__file__) and "pytest.mark.crash" in path.read_text(encoding="utf-8")
+    )
     assert marked == ["test_broker_outage.py", "test_kill_cycles.py"]
     lane = collected("-m", "crash")
     assert sorted(test.split("::")[0].rsplit("/", 1)[-1] for test in lane) == marked
@@ -145,8 +179,9 @@ def test_requirements_are_pinned_and_match_the_delta_jar():
     import importlib.metadata
 
     for package in ("pyspark", "delta-spark"):
-        assert importlib.metadata.version(package) == pins[package], f"{package} in this env differs from the pin"
-
+        assert importlib.metadata.version(package) == pins[package], (
+            f"{package} in this env differs from the pin"
+        )
 
 
 # --- the tour's plan -----------------------------------------------------------------------
@@ -159,28 +194,45 @@ def names(steps: list[course.Step]) -> list[str]:
 def test_the_broker_step_comes_right_before_the_first_kafka_lesson():
     steps = names(course.plan_tour(PYTHON, 0, 99))
     lessons = [path.stem for path in LESSONS]
-    kafka_at = next(i for i, path in enumerate(LESSONS) if int(path.name[:2]) >= course.FIRST_KAFKA_LESSON)
+    kafka_at = next(
+        i for i, path in enumerate(LESSONS) if int(path.name[:2]) >= course.FIRST_KAFKA_LESSON
+    )
     assert steps == ["setup", *lessons[:kafka_at], course.BROKER_STEP, *lessons[kafka_at:]]
     assert steps.index(course.BROKER_STEP) > steps.index("07_watermarking")
 
 
 def test_a_tour_without_kafka_lessons_starts_no_broker():
-    assert course.BROKER_STEP not in names(course.plan_tour(PYTHON, 0, course.FIRST_KAFKA_LESSON - 1))
-    assert names(course.plan_tour(PYTHON, 5, 7)) == ["setup", "05_socket_streaming", "06_windowing", "07_watermarking"]
+    assert course.BROKER_STEP not in names(
+        course.plan_tour(PYTHON, 0, course.FIRST_KAFKA_LESSON - 1)
+    )
+    assert names(course.plan_tour(PYTHON, 5, 7)) == [
+        "setup",
+        "05_socket_streaming",
+        "06_windowing",
+        "07_watermarking",
+    ]
 
 
 def test_a_tour_from_a_kafka_lesson_starts_the_broker_after_setup():
-    assert names(course.plan_tour(PYTHON, 9, 10)) == ["setup", course.BROKER_STEP, "09_stream_joins",
-                                                   "10_foreach_batch"]
+    assert names(course.plan_tour(PYTHON, 9, 10)) == [
+        "setup",
+        course.BROKER_STEP,
+        "09_stream_joins",
+        "10_foreach_batch",
+    ]
 
 
 def test_each_lesson_runs_once_with_reset_by_default():
     lessons = [step for step in course.plan_tour(PYTHON, 0, 99) if step.lesson is not None]
-    assert [step.command for step in lessons] == [(str(PYTHON), str(path), "--reset") for path in LESSONS]
+    assert [step.command for step in lessons] == [
+        (str(PYTHON), str(path), "--reset") for path in LESSONS
+    ]
 
 
 def test_again_runs_each_lesson_a_second_time_right_after_without_reset():
-    lessons = [step for step in course.plan_tour(PYTHON, 0, 99, again=True) if step.lesson is not None]
+    lessons = [
+        step for step in course.plan_tour(PYTHON, 0, 99, again=True) if step.lesson is not None
+    ]
     expected = []
     for path in LESSONS:
         expected += [((str(PYTHON), str(path), "--reset"), False), ((str(PYTHON), str(path)), True)]
@@ -230,6 +282,7 @@ def local_kafka_port(monkeypatch):
     def use(port: int) -> int:
         monkeypatch.setenv("LOCAL_KAFKA_PORT", str(port))
         return port
+
     return use
 
 
@@ -240,12 +293,15 @@ def free_port() -> int:
 
 
 def test_a_port_held_by_something_else_than_kafka_stops_the_tour_with_advice(
-        plain_tcp_server, local_kafka_port, capsys):
+    plain_tcp_server, local_kafka_port, capsys
+):
     port = local_kafka_port(plain_tcp_server)
     with pytest.raises(course.StepFailed) as failure:
         course.kafka_for_tour(Path(sys.executable))  # the real probe, with kafka-python
     advice = str(failure.value)
-    assert advice.startswith(f"Port {port} on 127.0.0.1, where the Kafka lessons look for the course's broker, is held")
+    assert advice.startswith(
+        f"Port {port} on 127.0.0.1, where the Kafka lessons look for the course's broker, is held"
+    )
     assert "does not answer as a Kafka broker" in advice
     if shutil.which("lsof") or shutil.which("ss"):
         assert f"(PID {os.getpid()})" in advice  # this test process holds it
@@ -256,9 +312,13 @@ def test_a_port_held_by_something_else_than_kafka_stops_the_tour_with_advice(
     assert "Starting" not in capsys.readouterr().out  # no broker start was tried
 
 
-def test_a_kafka_broker_already_listening_is_used(plain_tcp_server, local_kafka_port, monkeypatch, capsys):
+def test_a_kafka_broker_already_listening_is_used(
+    plain_tcp_server, local_kafka_port, monkeypatch, capsys
+):
     port = local_kafka_port(plain_tcp_server)
-    monkeypatch.setattr(course, "kafka_answers", lambda python, bootstrap: bootstrap == f"127.0.0.1:{port}")
+    monkeypatch.setattr(
+        course, "kafka_answers", lambda python, bootstrap: bootstrap == f"127.0.0.1:{port}"
+    )
     monkeypatch.setattr(course.subprocess, "run", refuse_to_run)
     assert course.kafka_for_tour(PYTHON) is False  # not started here, so not stopped at the end
     assert f"A Kafka broker already answers at 127.0.0.1:{port}" in capsys.readouterr().out
@@ -300,8 +360,11 @@ class Recorder:
 
 def lesson_runs(commands: list[list[str]]) -> list[str]:
     """'03_file_streaming --reset' / '03_file_streaming' for each lesson command, in order."""
-    return [" ".join([Path(command[1]).stem, *command[2:]]) for command in commands
-            if Path(command[1]).parent.name == "streaming_tutorial"]
+    return [
+        " ".join([Path(command[1]).stem, *command[2:]])
+        for command in commands
+        if Path(command[1]).parent.name == "streaming_tutorial"
+    ]
 
 
 def summary_line(output: str, name: str) -> str:
@@ -333,21 +396,31 @@ def test_again_runs_every_lesson_twice_and_shows_both_runs(monkeypatch, capsys):
     output = capsys.readouterr().out
     assert "second run (no --reset)" in output
     for path in LESSONS:
-        assert re.fullmatch(rf"\s*{path.stem}\s+ok\s+\d+\.\d s\s+ok\s+\d+\.\d s", summary_line(output, path.stem))
+        assert re.fullmatch(
+            rf"\s*{path.stem}\s+ok\s+\d+\.\d s\s+ok\s+\d+\.\d s", summary_line(output, path.stem)
+        )
     assert re.fullmatch(r"\s*setup\s+ok\s+\d+\.\d s", summary_line(output, "setup"))
 
 
 def test_a_failed_second_run_stops_the_tour_and_says_how_to_resume(monkeypatch, capsys):
-    recorded = Recorder(fails=lambda command: command[1].endswith("03_file_streaming.py") and "--reset" not in command)
+    recorded = Recorder(
+        fails=lambda command: (
+            command[1].endswith("03_file_streaming.py") and "--reset" not in command
+        )
+    )
     monkeypatch.setattr(course.subprocess, "run", recorded)
     monkeypatch.setattr(course, "kafka_for_tour", refuse_to_run)
     assert course.run_tour(PYTHON, 0, 99, again=True) == 1
     assert lesson_runs(recorded.commands)[-2:] == ["03_file_streaming --reset", "03_file_streaming"]
     output = capsys.readouterr().out
-    assert re.fullmatch(r"\s*03_file_streaming\s+ok\s+\d+\.\d s\s+FAIL\s+\d+\.\d s",
-                        summary_line(output, "03_file_streaming"))
-    assert ("03_file_streaming (its second run, without --reset) failed: read its message above, fix it, "
-            "then resume with 'python course.py tour --from 03 --again'.") in output
+    assert re.fullmatch(
+        r"\s*03_file_streaming\s+ok\s+\d+\.\d s\s+FAIL\s+\d+\.\d s",
+        summary_line(output, "03_file_streaming"),
+    )
+    assert (
+        "03_file_streaming (its second run, without --reset) failed: read its message above, fix it, "
+        "then resume with 'python course.py tour --from 03 --again'."
+    ) in output
 
 
 def test_a_broker_the_tour_started_is_stopped_even_when_a_lesson_fails(monkeypatch, capsys):
@@ -362,6 +435,7 @@ def test_a_broker_the_tour_started_is_stopped_even_when_a_lesson_fails(monkeypat
 def test_a_broker_that_cannot_start_stops_the_tour_before_the_kafka_lessons(monkeypatch, capsys):
     def no_broker(python):
         raise course.StepFailed("Port 9092 is held by nc (PID 7).")
+
     recorded = Recorder()
     monkeypatch.setattr(course.subprocess, "run", recorded)
     monkeypatch.setattr(course, "kafka_for_tour", no_broker)
@@ -369,7 +443,9 @@ def test_a_broker_that_cannot_start_stops_the_tour_before_the_kafka_lessons(monk
     assert lesson_runs(recorded.commands) == ["07_watermarking --reset"]
     captured = capsys.readouterr()
     assert "Port 9092 is held by nc (PID 7)." in captured.err
-    assert re.fullmatch(rf"\s*{course.BROKER_STEP}\s+FAIL\s+\d+\.\d s", summary_line(captured.out, "Kafka"))
+    assert re.fullmatch(
+        rf"\s*{course.BROKER_STEP}\s+FAIL\s+\d+\.\d s", summary_line(captured.out, "Kafka")
+    )
     assert "resume with 'python course.py tour --from 08'" in captured.out
 
 

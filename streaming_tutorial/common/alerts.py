@@ -33,16 +33,22 @@ def query_id(batch) -> str:
     return batch.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
 
 
-def write_batch_file(folder: Path, query: str, batch_id: int, rows: Sequence[dict],
-                     prefix: str = "") -> Path | None:
+def write_batch_file(
+    folder: Path, query: str, batch_id: int, rows: Sequence[dict], prefix: str = ""
+) -> Path | None:
     """Write ``rows`` (each given its ``batch_id``) to ``folder/<prefix><query>-batch-<id>.json``; None for no rows."""
     if not rows:
         return None
-    return write_atomically(folder, prefix + BATCH_FILE.format(query=query, batch_id=batch_id),
-                            json_lines({"batch_id": batch_id, **row} for row in rows))
+    return write_atomically(
+        folder,
+        prefix + BATCH_FILE.format(query=query, batch_id=batch_id),
+        json_lines({"batch_id": batch_id, **row} for row in rows),
+    )
 
 
-def read_batch_files(folder: Path, query: str, prefix: str = "", before: int | None = None) -> list[dict]:
+def read_batch_files(
+    folder: Path, query: str, prefix: str = "", before: int | None = None
+) -> list[dict]:
     """Every row of ``query``'s batch files in ``folder`` (those of batches before ``before`` only, if
     given), in batch order. ``query`` may be a pattern: ``"*"`` reads the files of every query."""
     rows = []
@@ -62,8 +68,9 @@ def latest_per_key(rows: Iterable[dict], *key: str) -> list[dict]:
     return [latest[found] for found in sorted(latest)]
 
 
-def find_revenue_drops(closed: Sequence[dict], history: Sequence[dict], *, ratio: float,
-                       recent: int) -> list[dict]:
+def find_revenue_drops(
+    closed: Sequence[dict], history: Sequence[dict], *, ratio: float, recent: int
+) -> list[dict]:
     """Alerts for categories whose revenue in a closed window is below ``ratio`` x their recent average.
 
     ``closed``: the windows this batch closed, ``history``: those closed before, as rows with
@@ -72,36 +79,58 @@ def find_revenue_drops(closed: Sequence[dict], history: Sequence[dict], *, ratio
     sold nothing counts 0), so a category that sold nothing at all in a window can drop too.
     Windows with fewer than ``recent`` windows before them are not judged.
     """
-    revenue = {(row["window_start"], row["category"]): row["revenue"] for row in [*history, *closed]}
+    revenue = {
+        (row["window_start"], row["category"]): row["revenue"] for row in [*history, *closed]
+    }
     windows = sorted({start for start, _ in revenue})
     categories = sorted({category for _, category in revenue})
     alerts = []
     for start in sorted({row["window_start"] for row in closed}):
-        before = windows[:windows.index(start)][-recent:]
+        before = windows[: windows.index(start)][-recent:]
         if len(before) < recent:
             continue
         for category in categories:
-            average = round(sum(revenue.get((window, category), 0.0) for window in before) / recent, 2)
+            average = round(
+                sum(revenue.get((window, category), 0.0) for window in before) / recent, 2
+            )
             now = revenue.get((start, category), 0.0)
             if average > 0 and now < ratio * average:
-                alerts.append({"alert_id": f"drop:{category}:{start}", "kind": "revenue drop", "category": category,
-                               "window_start": start, "revenue": now, "recent_average": average})
+                alerts.append(
+                    {
+                        "alert_id": f"drop:{category}:{start}",
+                        "kind": "revenue drop",
+                        "category": category,
+                        "window_start": start,
+                        "revenue": now,
+                        "recent_average": average,
+                    }
+                )
     return alerts
 
 
 def describe_alert(alert: dict) -> str:
     """One line for the learner: what happened, when."""
     if alert["kind"] == "revenue drop":
-        return (f"{alert['window_start'][11:16]} revenue drop: {alert['category']} {alert['revenue']:.2f} "
-                f"(recent average {alert['recent_average']:.2f})")
+        return (
+            f"{alert['window_start'][11:16]} revenue drop: {alert['category']} {alert['revenue']:.2f} "
+            f"(recent average {alert['recent_average']:.2f})"
+        )
     # A product may have no name (the schema allows it): to_json then leaves the key out.
     product = alert.get("product_name") or alert.get("product_id") or "a product"
-    return (f"{alert['timestamp'][11:19]} large purchase: {alert['user_id']} {product} "
-            f"x{alert['quantity']} = {alert['amount']:.2f}")
+    return (
+        f"{alert['timestamp'][11:19]} large purchase: {alert['user_id']} {product} "
+        f"x{alert['quantity']} = {alert['amount']:.2f}"
+    )
 
 
-def write_alerts_once(alerts: Sequence[dict], query: str, batch_id: int, kind: str, folder: Path,
-                      kafka: tuple[str, str] | None = None) -> int:
+def write_alerts_once(
+    alerts: Sequence[dict],
+    query: str,
+    batch_id: int,
+    kind: str,
+    folder: Path,
+    kafka: tuple[str, str] | None = None,
+) -> int:
     """Write a batch's alerts once: to ``folder/<kind>-<query>-batch-<id>.json``, or to Kafka (bootstrap, topic).
 
     Files: a replayed batch rewrites its file with the same lines. Kafka cannot take a message
@@ -130,18 +159,26 @@ def write_alerts_once(alerts: Sequence[dict], query: str, batch_id: int, kind: s
         producer.flush()
     finally:
         producer.close()
-    write_atomically(folder / "sent", f"{kind}-{query}-{batch_id}", "".join(f"{alert['alert_id']}\n" for alert in new))
+    write_atomically(
+        folder / "sent",
+        f"{kind}-{query}-{batch_id}",
+        "".join(f"{alert['alert_id']}\n" for alert in new),
+    )
     return len(new)
 
 
 def sent_to_kafka(folder: Path) -> set[str]:
     """The ids of the alerts ``write_alerts_once`` sent to Kafka from ``folder`` (its marker files list them)."""
-    return {line for marker in (folder / "sent").glob("*-*") for line in marker.read_text().splitlines()}
+    return {
+        line for marker in (folder / "sent").glob("*-*") for line in marker.read_text().splitlines()
+    }
 
 
 def read_alerts(folder: Path) -> list[dict]:
     """Every alert written to files in ``folder`` (of every kind and query) once, by event time: a large
     purchase's, a revenue drop's window start. A query started over writes its alerts again: the same ids."""
     unique = {alert["alert_id"]: alert for alert in read_batch_files(folder, "*", "*-")}
-    return sorted(unique.values(), key=lambda alert: (alert.get("timestamp") or alert["window_start"],
-                                                      alert["alert_id"]))
+    return sorted(
+        unique.values(),
+        key=lambda alert: (alert.get("timestamp") or alert["window_start"], alert["alert_id"]),
+    )

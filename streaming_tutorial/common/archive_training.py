@@ -30,8 +30,13 @@ from . import database, paths, sources
 from .files import json_lines, write_atomically
 from .session import get_spark
 
-EVENT_SCHEMA = StructType([StructField("user", StringType()), StructField("page", StringType()),
-                           StructField("ts", TimestampType())])
+EVENT_SCHEMA = StructType(
+    [
+        StructField("user", StringType()),
+        StructField("page", StringType()),
+        StructField("ts", TimestampType()),
+    ]
+)
 COUNT_SCHEMA = StructType([StructField("user", StringType()), StructField("events", LongType())])
 AVAILABLE_NOW = {"availableNow": True}
 
@@ -39,8 +44,14 @@ AVAILABLE_NOW = {"availableNow": True}
 def write_events(folder: Path) -> None:
     start = datetime(2025, 1, 15, 10, 0, 0)
     for batch in range(3):
-        rows = [{"user": f"U{n % 3}", "page": ("home", "cart", "buy")[n % 3],
-                 "ts": (start + timedelta(seconds=40 * batch + 7 * n)).isoformat() + "Z"} for n in range(6)]
+        rows = [
+            {
+                "user": f"U{n % 3}",
+                "page": ("home", "cart", "buy")[n % 3],
+                "ts": (start + timedelta(seconds=40 * batch + 7 * n)).isoformat() + "Z",
+            }
+            for n in range(6)
+        ]
         write_atomically(folder, f"events-{batch}.json", json_lines(rows) + "not json\n")
 
 
@@ -74,7 +85,9 @@ class CountPerUser(StatefulProcessor):
 
 def main() -> None:
     spark = get_spark("class-archive-training", kafka=True, delta=True, jdbc=True, ui=False)
-    print(f"jvm-pid: {spark._jvm.java.lang.ProcessHandle.current().pid()}", flush=True)  # for train()
+    print(
+        f"jvm-pid: {spark._jvm.java.lang.ProcessHandle.current().pid()}", flush=True
+    )  # for train()
     with tempfile.TemporaryDirectory(prefix="class-archive-training-") as scratch:
         base = Path(scratch)
         write_events(base / "in")
@@ -91,10 +104,27 @@ def main() -> None:
                 writer = writer.option(key, value)
             return writer.start() if sink != "delta" else writer.start(paths.uri(base / name))
 
-        run(start(events.groupBy(F.window("ts", "30 seconds"), "page").count(), "windows", mode="update"))
-        run(start(sources.quarantined(parsed), "quarantine", sink="parquet", path=str(base / "quarantine")))
+        run(
+            start(
+                events.groupBy(F.window("ts", "30 seconds"), "page").count(),
+                "windows",
+                mode="update",
+            )
+        )
+        run(
+            start(
+                sources.quarantined(parsed),
+                "quarantine",
+                sink="parquet",
+                path=str(base / "quarantine"),
+            )
+        )
         run(start(events.groupBy(F.session_window("ts", "20 seconds"), "user").count(), "sessions"))
-        run(start(events.groupBy("page").count(), "pages", sink="console", mode="complete", numRows=1))
+        run(
+            start(
+                events.groupBy("page").count(), "pages", sink="console", mode="complete", numRows=1
+            )
+        )
         run(start(events, "events", sink="delta"))
         run(start(events.groupBy("user").count(), "totals", sink="delta", mode="complete"))
         table = spark.read.format("delta").load(paths.uri(base / "events"))
@@ -109,38 +139,89 @@ def main() -> None:
             target = base / "latest"
             if not DeltaTable.isDeltaTable(spark, paths.uri(target)):
                 latest.limit(0).write.format("delta").save(paths.uri(target))
-            (DeltaTable.forPath(spark, paths.uri(target)).alias("t").merge(latest.alias("s"), "t.user = s.user")
-             .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
-            rows = [(row.user, row.n) for row in batch.groupBy("user").agg(F.count("*").alias("n")).collect()]
-            database.apply_batch_once(spark, jdbc, "training", batch_id,
-                                      "INSERT INTO visits (user_id, n) VALUES (?, ?)", rows)
+            (
+                DeltaTable.forPath(spark, paths.uri(target))
+                .alias("t")
+                .merge(latest.alias("s"), "t.user = s.user")
+                .whenMatchedUpdateAll()
+                .whenNotMatchedInsertAll()
+                .execute()
+            )
+            rows = [
+                (row.user, row.n)
+                for row in batch.groupBy("user").agg(F.count("*").alias("n")).collect()
+            ]
+            database.apply_batch_once(
+                spark,
+                jdbc,
+                "training",
+                batch_id,
+                "INSERT INTO visits (user_id, n) VALUES (?, ?)",
+                rows,
+            )
 
         jdbc = database.Jdbc(f"{database.SQLITE_PREFIX}{base / 'training.db'}")
-        database.create_tables(spark, jdbc, [database.APPLIED_BATCHES,
-                                             "CREATE TABLE IF NOT EXISTS visits (user_id VARCHAR(16), n BIGINT)"])
-        run(spark.readStream.format("delta").load(paths.uri(base / "events")).writeStream.foreachBatch(merge_latest)
-            .option("checkpointLocation", paths.uri(base / "cp" / "merge")).trigger(**AVAILABLE_NOW).start())
+        database.create_tables(
+            spark,
+            jdbc,
+            [
+                database.APPLIED_BATCHES,
+                "CREATE TABLE IF NOT EXISTS visits (user_id VARCHAR(16), n BIGINT)",
+            ],
+        )
+        run(
+            spark.readStream.format("delta")
+            .load(paths.uri(base / "events"))
+            .writeStream.foreachBatch(merge_latest)
+            .option("checkpointLocation", paths.uri(base / "cp" / "merge"))
+            .trigger(**AVAILABLE_NOW)
+            .start()
+        )
 
         left = events.select("user", F.col("ts").alias("left_ts"))
         right = events.select(F.col("user").alias("buyer"), F.col("ts").alias("right_ts"))
-        joined = left.join(right, F.expr("user = buyer AND right_ts BETWEEN left_ts AND left_ts + INTERVAL 1 MINUTE"),
-                           "leftOuter")
+        joined = left.join(
+            right,
+            F.expr("user = buyer AND right_ts BETWEEN left_ts AND left_ts + INTERVAL 1 MINUTE"),
+            "leftOuter",
+        )
         run(start(joined, "joined"))
 
-        spark.conf.set("spark.sql.streaming.stateStore.providerClass",
-                       "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
-        spark.conf.set("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
+        spark.conf.set(
+            "spark.sql.streaming.stateStore.providerClass",
+            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+        )
+        spark.conf.set(
+            "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true"
+        )
         run(start(events.dropDuplicatesWithinWatermark(["user", "page"]), "distinct"))
-        run(start(events.groupBy("user").applyInPandasWithState(
-            count_events, COUNT_SCHEMA, "events LONG", "update", GroupStateTimeout.NoTimeout), "pandas_state",
-            mode="update"))
-        run(start(events.groupBy("user").transformWithState(CountPerUser(), COUNT_SCHEMA, "Update", "None"),
-                  "tws", mode="update"))
+        run(
+            start(
+                events.groupBy("user").applyInPandasWithState(
+                    count_events, COUNT_SCHEMA, "events LONG", "update", GroupStateTimeout.NoTimeout
+                ),
+                "pandas_state",
+                mode="update",
+            )
+        )
+        run(
+            start(
+                events.groupBy("user").transformWithState(
+                    CountPerUser(), COUNT_SCHEMA, "Update", "None"
+                ),
+                "tws",
+                mode="update",
+            )
+        )
         for reader in ("state-metadata", "statestore"):
             spark.read.format(reader).load(paths.uri(base / "cp" / "distinct")).collect()
 
-        kafka = spark.readStream.format("kafka").option("kafka.bootstrap.servers", "127.0.0.1:9").option(
-            "subscribe", "training").load()
+        kafka = (
+            spark.readStream.format("kafka")
+            .option("kafka.bootstrap.servers", "127.0.0.1:9")
+            .option("subscribe", "training")
+            .load()
+        )
         sources.kafka_text(kafka).select(F.to_json(F.struct("value")).alias("value")).explain()
         run(start(events, "noop", sink="noop"))
     spark.stop()

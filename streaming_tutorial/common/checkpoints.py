@@ -47,7 +47,9 @@ def describe(root: Path) -> str:
     for checkpoint in found:
         name = checkpoint.relative_to(root).as_posix() if checkpoint != root else root.name
         last = last_commit(checkpoint)
-        parts.append(f"{name} after batch {last}" if last is not None else f"{name} (no batch committed)")
+        parts.append(
+            f"{name} after batch {last}" if last is not None else f"{name} (no batch committed)"
+        )
     return f"Checkpoints in {paths.display(root)}: resuming {', '.join(parts)}."
 
 

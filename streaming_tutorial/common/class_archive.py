@@ -56,7 +56,14 @@ def archive_path() -> Path | None:
         return None
     java = os.path.realpath(java)
     # The archive records the class path, i.e. pyspark's jars folder, and the JDK build.
-    key = "|".join([java, str(os.stat(java).st_mtime_ns), pyspark.__version__, os.path.dirname(pyspark.__file__)])
+    key = "|".join(
+        [
+            java,
+            str(os.stat(java).st_mtime_ns),
+            pyspark.__version__,
+            os.path.dirname(pyspark.__file__),
+        ]
+    )
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     return paths.user_cache_dir() / "jvm" / f"spark-{pyspark.__version__}-{digest}.jsa"
 
@@ -71,7 +78,7 @@ def java_options() -> tuple[list[str], Path | None]:
     if switch.lower() in ("off", "0", "false", "no"):
         return [], None
     if switch.startswith(WRITE_TO):  # train(): this JVM writes a new archive there, whatever exists
-        return [f"-XX:ArchiveClassesAtExit={switch[len(WRITE_TO):]}", *QUIET], None
+        return [f"-XX:ArchiveClassesAtExit={switch[len(WRITE_TO) :]}", *QUIET], None
     archive = archive_path()
     if archive is None:
         return [], None
@@ -98,7 +105,9 @@ def promote_pending(archive: Path) -> None:
     Finished: the JVM that wrote it has exited, the file starts with the archive's magic
     number and a JVM maps it. A pending file whose JVM still runs is left alone.
     """
-    for pending in sorted(archive.parent.glob(f"{archive.stem}.*.pending"), key=os.path.getmtime, reverse=True):
+    for pending in sorted(
+        archive.parent.glob(f"{archive.stem}.*.pending"), key=os.path.getmtime, reverse=True
+    ):
         writer = writer_file(pending)
         try:
             jvm_pid = int(writer.read_text())
@@ -115,7 +124,9 @@ def promote_pending(archive: Path) -> None:
             pass
         pending.unlink(missing_ok=True)
         writer.unlink(missing_ok=True)
-    for writer in archive.parent.glob(f"{archive.stem}.*.writer"):  # a JVM that exited and wrote nothing
+    for writer in archive.parent.glob(
+        f"{archive.stem}.*.writer"
+    ):  # a JVM that exited and wrote nothing
         try:
             jvm_pid = int(writer.read_text())
         except (FileNotFoundError, ValueError):
@@ -155,9 +166,19 @@ def complete(candidate: Path) -> bool:
         return False
     with tempfile.TemporaryDirectory() as scratch:  # where a JVM that dies writes its hs_err file
         try:
-            result = subprocess.run([java, f"-XX:SharedArchiveFile={candidate}", *QUIET, "-XX:-CreateCoredumpOnCrash",
-                                     f"-XX:ErrorFile={scratch}/hs_err_%p.log", "-version"],
-                                    capture_output=True, timeout=60, cwd=scratch)
+            result = subprocess.run(
+                [
+                    java,
+                    f"-XX:SharedArchiveFile={candidate}",
+                    *QUIET,
+                    "-XX:-CreateCoredumpOnCrash",
+                    f"-XX:ErrorFile={scratch}/hs_err_%p.log",
+                    "-version",
+                ],
+                capture_output=True,
+                timeout=60,
+                cwd=scratch,
+            )
         except (OSError, subprocess.TimeoutExpired):
             return False
     return result.returncode == 0
@@ -184,18 +205,28 @@ def train(workload: tuple[str, ...] = TRAINING, timeout: float = 600) -> str | N
     pending = archive.with_name(f"{archive.stem}.training-{os.getpid()}.jsa-part")
     environment = {**os.environ, SWITCH: WRITE_TO + str(pending)}
     try:
-        result = subprocess.run([sys.executable, *workload], cwd=paths.LESSONS_DIR,
-                                env=environment, capture_output=True, text=True, timeout=timeout)
+        result = subprocess.run(
+            [sys.executable, *workload],
+            cwd=paths.LESSONS_DIR,
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         if result.returncode != 0:
             return f"the training run failed: {(result.stderr.strip().splitlines() or ['no message'])[-1]}"
         jvm_pid = int(result.stdout.split("jvm-pid: ", 1)[1].split()[0])
         deadline = time.monotonic() + WRITE_SECONDS
-        while running(jvm_pid) and time.monotonic() < deadline:  # the JVM writes the archive as it exits
+        while (
+            running(jvm_pid) and time.monotonic() < deadline
+        ):  # the JVM writes the archive as it exits
             time.sleep(0.2)
         if running(jvm_pid) or not complete(pending):
             return "the training JVM wrote no usable archive"
         os.replace(pending, archive)  # JVMs running on the old archive keep their mapping of it
-        trained_marker(archive).write_text(time.strftime("%Y-%m-%d %H:%M:%S") + "\n", encoding="utf-8")
+        trained_marker(archive).write_text(
+            time.strftime("%Y-%m-%d %H:%M:%S") + "\n", encoding="utf-8"
+        )
         return None
     except (OSError, ValueError, IndexError, subprocess.TimeoutExpired) as error:
         return f"the training run failed: {error}"
@@ -210,10 +241,14 @@ def ensure_trained(say=print) -> None:
         return
     if archive.exists() and trained_marker(archive).exists():
         return
-    say("Writing the JVM's class archive from a training run, so that lessons start faster (once, about a minute) ...")
+    say(
+        "Writing the JVM's class archive from a training run, so that lessons start faster (once, about a minute) ..."
+    )
     problem = train()
     if problem:
-        say(f"  skipped: {problem}. Lessons run as they are, only their JVMs start a little slower.")
+        say(
+            f"  skipped: {problem}. Lessons run as they are, only their JVMs start a little slower."
+        )
 
 
 if __name__ == "__main__":  # python -m common.class_archive [ensure|train]

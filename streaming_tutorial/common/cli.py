@@ -61,7 +61,9 @@ def iso_time(text: str) -> datetime:
     try:
         return parse_iso(text)
     except ValueError as error:
-        raise argparse.ArgumentTypeError(f"not an ISO-8601 time (e.g. 2025-01-15T10:30:00Z): {text}") from error
+        raise argparse.ArgumentTypeError(
+            f"not an ISO-8601 time (e.g. 2025-01-15T10:30:00Z): {text}"
+        ) from error
 
 
 def lesson_parser(
@@ -90,8 +92,11 @@ def lesson_parser(
         metavar="SECONDS",
         help="stop the lesson's queries after this many seconds (default: %(default)s)",
     )
-    parser.add_argument("--master", default=None,
-                        help="Spark master URL, e.g. spark://127.0.0.1:7077 (default: local[*], or spark-submit's)")
+    parser.add_argument(
+        "--master",
+        default=None,
+        help="Spark master URL, e.g. spark://127.0.0.1:7077 (default: local[*], or spark-submit's)",
+    )
     parser.add_argument(
         "--checkpoint-dir",
         type=Path,
@@ -100,7 +105,9 @@ def lesson_parser(
         help="where this lesson keeps its checkpoints (default: checkpoints/<lesson>)",
     )
     parser.add_argument(
-        "--reset", action="store_true", help="delete this lesson's checkpoints and output before starting"
+        "--reset",
+        action="store_true",
+        help="delete this lesson's checkpoints and output before starting",
     )
     add_storage_flag(parser)
     if simulator:
@@ -110,9 +117,17 @@ def lesson_parser(
             help="do not start the simulator; run it yourself in a second terminal",
         )
     if socket_server:
-        parser.add_argument("--host", default=config.SOCKET_HOST, help="the text server's host (default: %(default)s)")
-        parser.add_argument("--port", type=int, default=config.SOCKET_PORT,
-                            help="the text server's port (default: %(default)s, or $SOCKET_PORT)")
+        parser.add_argument(
+            "--host",
+            default=config.SOCKET_HOST,
+            help="the text server's host (default: %(default)s)",
+        )
+        parser.add_argument(
+            "--port",
+            type=int,
+            default=config.SOCKET_PORT,
+            help="the text server's port (default: %(default)s, or $SOCKET_PORT)",
+        )
     if available_now:
         parser.add_argument(
             "--available-now",
@@ -123,12 +138,20 @@ def lesson_parser(
 
 
 def simulator_parser(
-    doc: str | None, *, count: int, interval: float, seed: int = DEFAULT_SEED, output_dir: Path | None = None
+    doc: str | None,
+    *,
+    count: int,
+    interval: float,
+    seed: int = DEFAULT_SEED,
+    output_dir: Path | None = None,
 ) -> argparse.ArgumentParser:
     """The parser every simulator starts from; ``output_dir`` (a file simulator's folder) adds --output-dir."""
     parser = argparse.ArgumentParser(description=_summary(doc))
     parser.add_argument(
-        "--count", type=positive_int, default=count, help="how many items to produce (default: %(default)s)"
+        "--count",
+        type=positive_int,
+        default=count,
+        help="how many items to produce (default: %(default)s)",
     )
     parser.add_argument(
         "--interval",
@@ -138,7 +161,10 @@ def simulator_parser(
         help="pause between items (default: %(default)s)",
     )
     parser.add_argument(
-        "--seed", type=int, default=seed, help="random seed; same seed, same data (default: %(default)s)"
+        "--seed",
+        type=int,
+        default=seed,
+        help="random seed; same seed, same data (default: %(default)s)",
     )
     parser.add_argument(
         "--base-time",

@@ -123,7 +123,11 @@ def master_state(cluster: Cluster, timeout: float = 2.0) -> dict | None:
 
 def alive_cores(state: dict | None) -> int:
     """The cores of the workers the master counts as ALIVE."""
-    return sum(worker.get("cores", 0) for worker in (state or {}).get("workers", []) if worker.get("state") == "ALIVE")
+    return sum(
+        worker.get("cores", 0)
+        for worker in (state or {}).get("workers", [])
+        if worker.get("state") == "ALIVE"
+    )
 
 
 def spark_home() -> Path:
@@ -135,11 +139,31 @@ def spark_home() -> Path:
 def _daemon_command(role: str, cluster: Cluster) -> list[str]:
     spark_class = str(spark_home() / "bin" / "spark-class")
     if role == "master":
-        return [spark_class, "org.apache.spark.deploy.master.Master", "--host", HOST,
-                "--port", str(cluster.port), "--webui-port", str(cluster.webui_port)]
-    return [spark_class, "org.apache.spark.deploy.worker.Worker", "--host", HOST,
-            "--cores", str(cluster.cores), "--memory", cluster.memory,
-            "--webui-port", str(cluster.worker_webui_port), "--work-dir", str(home() / "work"), cluster.master_url]
+        return [
+            spark_class,
+            "org.apache.spark.deploy.master.Master",
+            "--host",
+            HOST,
+            "--port",
+            str(cluster.port),
+            "--webui-port",
+            str(cluster.webui_port),
+        ]
+    return [
+        spark_class,
+        "org.apache.spark.deploy.worker.Worker",
+        "--host",
+        HOST,
+        "--cores",
+        str(cluster.cores),
+        "--memory",
+        cluster.memory,
+        "--webui-port",
+        str(cluster.worker_webui_port),
+        "--work-dir",
+        str(home() / "work"),
+        cluster.master_url,
+    ]
 
 
 def _daemon_environment() -> dict[str, str]:
@@ -160,11 +184,17 @@ def _daemon_environment() -> dict[str, str]:
 def _launch(role: str, cluster: Cluster) -> int:
     home().mkdir(parents=True, exist_ok=True)
     with open(_log_file(role), "w", encoding="utf-8") as log:
-        process = subprocess.Popen(_daemon_command(role, cluster), stdout=log, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, env=_daemon_environment(), cwd=home(),
-                                   # Its own group: Ctrl-C in this terminal does not reach it, and
-                                   # stop() ends it together with the executors it started.
-                                   start_new_session=True)
+        process = subprocess.Popen(
+            _daemon_command(role, cluster),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=_daemon_environment(),
+            cwd=home(),
+            # Its own group: Ctrl-C in this terminal does not reach it, and
+            # stop() ends it together with the executors it started.
+            start_new_session=True,
+        )
     _pid_file(role).write_text(str(process.pid))
     return process.pid
 
@@ -172,10 +202,16 @@ def _launch(role: str, cluster: Cluster) -> int:
 def _ports_in_use(cluster: Cluster) -> list[int]:
     from .simulators import port_open
 
-    return [port for port in (cluster.port, cluster.webui_port, cluster.worker_webui_port) if port_open(HOST, port)]
+    return [
+        port
+        for port in (cluster.port, cluster.webui_port, cluster.worker_webui_port)
+        if port_open(HOST, port)
+    ]
 
 
-def start(cluster: Cluster = Cluster(), *, say=print, timeout: float = START_TIMEOUT_SECONDS) -> Cluster:
+def start(
+    cluster: Cluster = Cluster(), *, say=print, timeout: float = START_TIMEOUT_SECONDS
+) -> Cluster:
     """Start master and worker and wait until the master counts the worker's cores; return the cluster.
 
     When the course's cluster already runs, say so and return it as it was started.
@@ -193,7 +229,8 @@ def start(cluster: Cluster = Cluster(), *, say=print, timeout: float = START_TIM
             f"Spark cluster cannot listen there. Find it with 'lsof -i :{busy[0]}', or choose ports that "
             f"are free now: python course.py cluster start --port {free_port(HOST)} --webui-port "
             f"{free_port(HOST)} --worker-webui-port {free_port(HOST)}, and run the lessons with --master "
-            f"spark://{HOST}:<that port>.")
+            f"spark://{HOST}:<that port>."
+        )
     require_java()
     home().mkdir(parents=True, exist_ok=True)
     _settings_file().write_text(json.dumps(asdict(cluster)), encoding="utf-8")
@@ -202,13 +239,19 @@ def start(cluster: Cluster = Cluster(), *, say=print, timeout: float = START_TIM
     try:
         _wait_for(cluster, lambda state: state is not None, "the master to answer", timeout)
         _launch("worker", cluster)
-        _wait_for(cluster, lambda state: alive_cores(state) >= cluster.cores,
-                  f"the worker to register its {cluster.cores} cores", timeout)
+        _wait_for(
+            cluster,
+            lambda state: alive_cores(state) >= cluster.cores,
+            f"the worker to register its {cluster.cores} cores",
+            timeout,
+        )
     except BaseException:
         stop(say=lambda text: None)
         raise
-    say(f"Spark standalone cluster up in {time.monotonic() - started:.1f} s: 1 worker, {cluster.cores} cores, "
-        f"{cluster.memory}.\n{describe(cluster)}")
+    say(
+        f"Spark standalone cluster up in {time.monotonic() - started:.1f} s: 1 worker, {cluster.cores} cores, "
+        f"{cluster.memory}.\n{describe(cluster)}"
+    )
     return cluster
 
 
@@ -221,11 +264,15 @@ def _wait_for(cluster: Cluster, ready, what: str, timeout: float) -> None:
         alive = running_pids()  # (removes the PID file of a daemon that died)
         dead = [role for role in launched if role not in alive]
         if dead:
-            raise CourseError(f"The Spark {dead[0]} stopped while starting. The end of its log "
-                              f"({paths.display(_log_file(dead[0]))}) says:\n{log_tail(dead[0])}")
+            raise CourseError(
+                f"The Spark {dead[0]} stopped while starting. The end of its log "
+                f"({paths.display(_log_file(dead[0]))}) says:\n{log_tail(dead[0])}"
+            )
         time.sleep(0.5)  # polling a starting daemon, not a test oracle
-    raise CourseError(f"Waited {timeout:.0f} s for {what}, in vain. The end of the logs says:\n"
-                      f"{log_tail('master')}\n{log_tail('worker')}")
+    raise CourseError(
+        f"Waited {timeout:.0f} s for {what}, in vain. The end of the logs says:\n"
+        f"{log_tail('master')}\n{log_tail('worker')}"
+    )
 
 
 def log_tail(role: str, lines: int = 12) -> str:
@@ -237,10 +284,12 @@ def log_tail(role: str, lines: int = 12) -> str:
 
 
 def describe(cluster: Cluster) -> str:
-    return (f"  master URL:  {cluster.master_url}    (lessons: --master {cluster.master_url})\n"
-            f"  master UI:   {cluster.master_ui}\n"
-            f"  worker UI:   {cluster.worker_ui}\n"
-            f"  logs:        {paths.display(home())}")
+    return (
+        f"  master URL:  {cluster.master_url}    (lessons: --master {cluster.master_url})\n"
+        f"  master UI:   {cluster.master_ui}\n"
+        f"  worker UI:   {cluster.worker_ui}\n"
+        f"  logs:        {paths.display(home())}"
+    )
 
 
 def status() -> str:
@@ -252,8 +301,10 @@ def status() -> str:
         return f"The course's Spark daemons run (PIDs {pids}) but the master does not answer.\n{describe(cluster)}"
     workers = [worker for worker in state.get("workers", []) if worker.get("state") == "ALIVE"]
     apps = [app.get("name", "?") for app in state.get("activeapps", [])]
-    return (f"The course's Spark cluster is running: {len(workers)} worker(s), {alive_cores(state)} cores "
-            f"({state.get('coresused', 0)} in use), applications: {', '.join(apps) or 'none'}.\n{describe(cluster)}")
+    return (
+        f"The course's Spark cluster is running: {len(workers)} worker(s), {alive_cores(state)} cores "
+        f"({state.get('coresused', 0)} in use), applications: {', '.join(apps) or 'none'}.\n{describe(cluster)}"
+    )
 
 
 def stop(*, say=print, timeout: float = STOP_TIMEOUT_SECONDS) -> bool:
@@ -288,32 +339,62 @@ def run_cli(*args: str, home: Path, timeout: float = 300) -> subprocess.Complete
     A process of its own: the course's folders are fixed when common.paths is imported, and the
     tests and benchmarks keep their clusters out of the learner's ``.runtime/``.
     """
-    return subprocess.run([sys.executable, "-m", "common.cluster", *args], cwd=paths.LESSONS_DIR,
-                          env={**os.environ, "STREAMING_COURSE_HOME": str(home)},
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "common.cluster", *args],
+        cwd=paths.LESSONS_DIR,
+        env={**os.environ, "STREAMING_COURSE_HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python course.py cluster", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python course.py cluster", description=__doc__.splitlines()[0]
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     begin = sub.add_parser("start", help="start a master and a worker on 127.0.0.1")
-    begin.add_argument("--port", type=int, default=DEFAULT_PORT, help="the master's port (default: %(default)s)")
-    begin.add_argument("--webui-port", type=int, default=DEFAULT_WEBUI_PORT, help="its web UI (default: %(default)s)")
-    begin.add_argument("--worker-webui-port", type=int, default=DEFAULT_WORKER_WEBUI_PORT,
-                       help="the worker's web UI (default: %(default)s)")
-    begin.add_argument("--cores", type=int, default=DEFAULT_CORES, help="the worker's cores (default: %(default)s)")
-    begin.add_argument("--memory", default=DEFAULT_MEMORY, help="the worker's memory (default: %(default)s)")
-    begin.add_argument("--timeout", type=float, default=START_TIMEOUT_SECONDS, help=argparse.SUPPRESS)
+    begin.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help="the master's port (default: %(default)s)"
+    )
+    begin.add_argument(
+        "--webui-port",
+        type=int,
+        default=DEFAULT_WEBUI_PORT,
+        help="its web UI (default: %(default)s)",
+    )
+    begin.add_argument(
+        "--worker-webui-port",
+        type=int,
+        default=DEFAULT_WORKER_WEBUI_PORT,
+        help="the worker's web UI (default: %(default)s)",
+    )
+    begin.add_argument(
+        "--cores", type=int, default=DEFAULT_CORES, help="the worker's cores (default: %(default)s)"
+    )
+    begin.add_argument(
+        "--memory", default=DEFAULT_MEMORY, help="the worker's memory (default: %(default)s)"
+    )
+    begin.add_argument(
+        "--timeout", type=float, default=START_TIMEOUT_SECONDS, help=argparse.SUPPRESS
+    )
     sub.add_parser("status", help="is it running; URL, UIs, cores, applications")
     sub.add_parser("stop", help="stop the worker (and its executors) and the master")
     args = parser.parse_args(argv)
     try:
         if args.command == "start":
-            start(Cluster(args.port, args.webui_port, args.worker_webui_port, args.cores, args.memory),
-                  timeout=args.timeout)
-            print("It keeps running after this command ends; stop it with: python course.py cluster stop")
+            start(
+                Cluster(
+                    args.port, args.webui_port, args.worker_webui_port, args.cores, args.memory
+                ),
+                timeout=args.timeout,
+            )
+            print(
+                "It keeps running after this command ends; stop it with: python course.py cluster stop"
+            )
         elif args.command == "status":
             print(status())
         elif not stop():

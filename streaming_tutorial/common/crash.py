@@ -39,18 +39,21 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
-from . import checkpoints, files, storage
+from . import checkpoints, files, runner, storage
 from .demos import show_refusal
 from .errors import CourseError
 from .processes import group_members
-from . import runner
 from .runner import stop_between_batches
 from .timestamps import iso
 
-PAUSE_ENV = "CRASH_PAUSE_AT"  # "[label@]point:batch", comma-separated: where the child stops and waits
+PAUSE_ENV = (
+    "CRASH_PAUSE_AT"  # "[label@]point:batch", comma-separated: where the child stops and waits
+)
 MARKER_ENV = "CRASH_MARKER_DIR"  # where the child writes its markers
 POINTS = ("before-sink", "after-sink")
-MARKER_TIMEOUT_SECONDS = 180  # a child JVM on a busy 2-core laptop starts in 5-30 s; a marker after 3 min is not coming
+MARKER_TIMEOUT_SECONDS = (
+    180  # a child JVM on a busy 2-core laptop starts in 5-30 s; a marker after 3 min is not coming
+)
 POLL_SECONDS = 0.1
 KILL_WAIT_SECONDS = 10  # how long a SIGKILLed process group may take to disappear
 LOG_TAIL_CHARACTERS = 1500
@@ -74,7 +77,9 @@ def pause_points(spec: str | None = None) -> set[tuple[str, str, int]]:
         label, _, rest = item.rpartition("@")
         point, _, batch = rest.partition(":")
         if point not in POINTS or not batch.isdigit():
-            raise ValueError(f"{PAUSE_ENV}: '{item}' is not [label@]point:batch with a point in {POINTS}")
+            raise ValueError(
+                f"{PAUSE_ENV}: '{item}' is not [label@]point:batch with a point in {POINTS}"
+            )
         found.add((label, point, int(batch)))
     return found
 
@@ -91,8 +96,10 @@ def pause_here(point: str, batch_id: int, label: str = "", spec: str | None = No
     folder = Path(os.environ.get(MARKER_ENV, "."))
     record = {"label": label, "point": point, "batch_id": batch_id, "pid": os.getpid()}
     files.write_atomically(folder, marker_name(point, batch_id, label), json.dumps(record) + "\n")
-    print(f"crash: paused at {label + '@' if label else ''}{point} of batch {batch_id}; waiting to be killed",
-          flush=True)
+    print(
+        f"crash: paused at {label + '@' if label else ''}{point} of batch {batch_id}; waiting to be killed",
+        flush=True,
+    )
     while True:  # the parent kills the whole process group; nothing here ever returns
         time.sleep(3600)
 
@@ -113,8 +120,13 @@ def pausable(handler: Callable, label: str = "") -> Callable:
 # --- in the parent ------------------------------------------------------------------------
 
 
-def wait_until(ready: Callable[[], bool], what: str, timeout: float = MARKER_TIMEOUT_SECONDS, *,
-               failed: Callable[[], str | None] = lambda: None) -> None:
+def wait_until(
+    ready: Callable[[], bool],
+    what: str,
+    timeout: float = MARKER_TIMEOUT_SECONDS,
+    *,
+    failed: Callable[[], str | None] = lambda: None,
+) -> None:
     """runner.wait_until, failing with a CrashError."""
     runner.wait_until(ready, what, timeout, failed=failed, error=CrashError, poll=POLL_SECONDS)
 
@@ -142,7 +154,9 @@ class Child:
             return "(no log)"
         return text[-characters:].strip() or "(empty log)"
 
-    def wait_for(self, ready: Callable[[], bool], what: str, timeout: float = MARKER_TIMEOUT_SECONDS) -> None:
+    def wait_for(
+        self, ready: Callable[[], bool], what: str, timeout: float = MARKER_TIMEOUT_SECONDS
+    ) -> None:
         """Poll until ``ready()``; CrashError with the log's tail if the child ends or ``timeout`` passes."""
 
         def failed() -> str | None:
@@ -153,23 +167,39 @@ class Child:
         try:
             wait_until(ready, what, timeout, failed=failed)
         except CrashError as error:
-            reason = str(error) if not self.alive() else f"The child process did not reach {what} within {timeout:g} s."
-            raise CrashError(f"{reason} The end of its log {self.log}:\n{self.log_tail()}") from None
+            reason = (
+                str(error)
+                if not self.alive()
+                else f"The child process did not reach {what} within {timeout:g} s."
+            )
+            raise CrashError(
+                f"{reason} The end of its log {self.log}:\n{self.log_tail()}"
+            ) from None
 
-    def wait_for_marker(self, point: str, batch_id: int, *labels: str,
-                        timeout: float = MARKER_TIMEOUT_SECONDS) -> list[dict]:
+    def wait_for_marker(
+        self, point: str, batch_id: int, *labels: str, timeout: float = MARKER_TIMEOUT_SECONDS
+    ) -> list[dict]:
         """Wait until the child pauses at ``point`` of ``batch_id`` (in each query ``labels`` names); the markers."""
-        markers = [self.marker_dir / marker_name(point, batch_id, label) for label in labels or ("",)]
+        markers = [
+            self.marker_dir / marker_name(point, batch_id, label) for label in labels or ("",)
+        ]
         what = f"{point} of batch {batch_id}" + (f" in {', '.join(labels)}" if labels else "")
         self.wait_for(lambda: all(marker.exists() for marker in markers), what, timeout)
         return [json.loads(marker.read_text(encoding="utf-8")) for marker in markers]
 
-    def wait_for_commit(self, batch_id: int, *checkpoints_: Path, timeout: float = MARKER_TIMEOUT_SECONDS) -> None:
+    def wait_for_commit(
+        self, batch_id: int, *checkpoints_: Path, timeout: float = MARKER_TIMEOUT_SECONDS
+    ) -> None:
         """Wait until every query checkpoint in ``checkpoints_`` has committed ``batch_id``."""
-        committed = lambda folder: (checkpoints.last_commit(folder) is not None  # noqa: E731
-                                    and checkpoints.last_commit(folder) >= batch_id)
-        self.wait_for(lambda: all(committed(folder) for folder in checkpoints_),
-                      f"the commit of batch {batch_id}", timeout)
+        committed = lambda folder: (
+            checkpoints.last_commit(folder) is not None  # noqa: E731
+            and checkpoints.last_commit(folder) >= batch_id
+        )
+        self.wait_for(
+            lambda: all(committed(folder) for folder in checkpoints_),
+            f"the commit of batch {batch_id}",
+            timeout,
+        )
 
     def kill(self) -> None:
         """SIGKILL the whole process group (the child, its JVM, its Python workers) and reap the child."""
@@ -181,7 +211,9 @@ class Child:
         deadline = time.monotonic() + KILL_WAIT_SECONDS
         while group_members(self.pgid):
             if time.monotonic() >= deadline:
-                raise CrashError(f"processes {group_members(self.pgid)} of group {self.pgid} outlived SIGKILL")
+                raise CrashError(
+                    f"processes {group_members(self.pgid)} of group {self.pgid} outlived SIGKILL"
+                )
             time.sleep(POLL_SECONDS)
 
     def wait(self, timeout: float = MARKER_TIMEOUT_SECONDS) -> None:
@@ -190,30 +222,57 @@ class Child:
             code = self.process.wait(timeout)
         except subprocess.TimeoutExpired:
             self.kill()
-            raise CrashError(f"The child process was still running after {timeout:g} s; killed it. "
-                             f"The end of its log {self.log}:\n{self.log_tail()}") from None
+            raise CrashError(
+                f"The child process was still running after {timeout:g} s; killed it. "
+                f"The end of its log {self.log}:\n{self.log_tail()}"
+            ) from None
         if code != 0:
-            raise CrashError(f"The child process failed (exit code {code}). The end of its log {self.log}:\n"
-                             f"{self.log_tail()}")
+            raise CrashError(
+                f"The child process failed (exit code {code}). The end of its log {self.log}:\n"
+                f"{self.log_tail()}"
+            )
 
 
-def start_child(command: Sequence[str], log: Path, marker_dir: Path, *, pause_at: str = "",
-                env: dict | None = None) -> Child:
+def start_child(
+    command: Sequence[str],
+    log: Path,
+    marker_dir: Path,
+    *,
+    pause_at: str = "",
+    env: dict | None = None,
+) -> Child:
     """Start ``command`` in a new process group, its stdout and stderr in ``log``."""
     pause_points(pause_at)  # a typo fails here, not after a child JVM has started
     log.parent.mkdir(parents=True, exist_ok=True)
     marker_dir.mkdir(parents=True, exist_ok=True)
-    environment = {**os.environ, **(env or {}), PAUSE_ENV: pause_at, MARKER_ENV: str(marker_dir),
-                   "PYTHONUNBUFFERED": "1"}
+    environment = {
+        **os.environ,
+        **(env or {}),
+        PAUSE_ENV: pause_at,
+        MARKER_ENV: str(marker_dir),
+        "PYTHONUNBUFFERED": "1",
+    }
     with open(log, "a", encoding="utf-8") as handle:
-        process = subprocess.Popen(list(command), stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   env=environment, start_new_session=True)
+        process = subprocess.Popen(
+            list(command),
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=environment,
+            start_new_session=True,
+        )
     return Child(process, log, marker_dir)
 
 
 @contextmanager
-def child_process(command: Sequence[str], log: Path, marker_dir: Path, *, pause_at: str = "",
-                  env: dict | None = None) -> Iterator[Child]:
+def child_process(
+    command: Sequence[str],
+    log: Path,
+    marker_dir: Path,
+    *,
+    pause_at: str = "",
+    env: dict | None = None,
+) -> Iterator[Child]:
     """``start_child`` for a ``with`` block; on the way out (a failure, Ctrl-C) a running child is killed."""
     child = start_child(command, log, marker_dir, pause_at=pause_at, env=env)
     try:
@@ -231,8 +290,15 @@ def python_command(script: Path, *args: str) -> list[str]:
 # --- input and verification ---------------------------------------------------------------
 
 
-def numbered_records(first: int, count: int, *, seed: int, base_time: datetime, step_seconds: int = 10,
-                     users: int = 4) -> list[dict]:
+def numbered_records(
+    first: int,
+    count: int,
+    *,
+    seed: int,
+    base_time: datetime,
+    step_seconds: int = 10,
+    users: int = 4,
+) -> list[dict]:
     """``count`` records with unique ids R-0001..., a user, an amount and an event time.
 
     A pure function of (first, count, seed, base_time): record n is the same in every call
@@ -242,15 +308,25 @@ def numbered_records(first: int, count: int, *, seed: int, base_time: datetime, 
     records = []
     for number in range(first, first + count):
         rng = random.Random(seed * 100_003 + number)
-        moment = base_time + timedelta(seconds=number * step_seconds + rng.randint(-step_seconds // 2, 0))
-        records.append({"record_id": f"R-{number:04d}", "user_id": f"USER-{rng.randint(1, users)}",
-                        "amount": round(rng.uniform(5, 200), 2), "event_time": iso(moment)})
+        moment = base_time + timedelta(
+            seconds=number * step_seconds + rng.randint(-step_seconds // 2, 0)
+        )
+        records.append(
+            {
+                "record_id": f"R-{number:04d}",
+                "user_id": f"USER-{rng.randint(1, users)}",
+                "amount": round(rng.uniform(5, 200), 2),
+                "event_time": iso(moment),
+            }
+        )
     return records
 
 
 def write_records(folder: Path, name: str, records: Iterable[dict]) -> Path:
     """One JSON Lines file, written atomically (a file source never sees half of it)."""
-    storage.require_local_input("This lesson", folder)  # its queries read these records through Spark
+    storage.require_local_input(
+        "This lesson", folder
+    )  # its queries read these records through Spark
     return files.write_atomically(folder, name, files.json_lines(records))
 
 
@@ -269,14 +345,19 @@ class Tally:
 def tally(input_ids: Iterable[str], output_ids: Iterable[str]) -> Tally:
     """Count what a sink lost or wrote twice, from the input's ids and the sink's ids (one per row)."""
     wanted, held = set(input_ids), Counter(output_ids)
-    return Tally(lost=len(wanted - held.keys()), duplicated=sum(count - 1 for count in held.values()),
-                 unexpected=len(held.keys() - wanted))
+    return Tally(
+        lost=len(wanted - held.keys()),
+        duplicated=sum(count - 1 for count in held.values()),
+        unexpected=len(held.keys() - wanted),
+    )
 
 
 def logged_batches(checkpoint: Path) -> str:
     """What a checkpoint's offsets/ and commits/ hold right now, e.g. "offsets/ 0 1, commits/ 0"."""
-    return ", ".join(f"{log}/ {' '.join(map(str, checkpoints.batch_ids(checkpoint / log))) or '(empty)'}"
-                     for log in ("offsets", "commits"))
+    return ", ".join(
+        f"{log}/ {' '.join(map(str, checkpoints.batch_ids(checkpoint / log))) or '(empty)'}"
+        for log in ("offsets", "commits")
+    )
 
 
 def logged_batches_of(root: Path, *names: str) -> str:
@@ -304,8 +385,14 @@ def print_checkpoint(checkpoint: Path, *logs: str) -> None:
         print(f"  {name:<10} {CHECKPOINT_PARTS.get(entry.name, '')}{listed}")
     for log in logs:
         lines = (checkpoint / log).read_text(encoding="utf-8").splitlines()
-        print(f"{log}:\n" + "".join(f"  {line[:SHOW_CHARACTERS]}{'...' if len(line) > SHOW_CHARACTERS else ''}\n"
-                                     for line in lines), end="")
+        print(
+            f"{log}:\n"
+            + "".join(
+                f"  {line[:SHOW_CHARACTERS]}{'...' if len(line) > SHOW_CHARACTERS else ''}\n"
+                for line in lines
+            ),
+            end="",
+        )
 
 
 @dataclass
@@ -317,13 +404,21 @@ class ChildRuns:
 
     def __call__(self, name: str, *args: str, pause_at: str = ""):
         """``child_process`` for ``command + args``; its log is ``logs/<name>.log``."""
-        return child_process([*self.command, *args], self.logs / f"{name}.log", self.logs / "markers",
-                             pause_at=pause_at)
+        return child_process(
+            [*self.command, *args],
+            self.logs / f"{name}.log",
+            self.logs / "markers",
+            pause_at=pause_at,
+        )
 
     @classmethod
     def of_lesson(cls, lesson_file: str | Path, args, logs: Path) -> "ChildRuns":
         """Children that run the lesson file itself, with the parent's --checkpoint-dir (if any)."""
-        own = ["--checkpoint-dir", str(args.checkpoint_dir)] if getattr(args, "checkpoint_dir", None) else []
+        own = (
+            ["--checkpoint-dir", str(args.checkpoint_dir)]
+            if getattr(args, "checkpoint_dir", None)
+            else []
+        )
         return cls(python_command(Path(lesson_file), *own), logs)
 
 
@@ -368,7 +463,9 @@ class LineServer:
                     self._clients.remove(client)
         return sent
 
-    def serve(self, start: Callable[[], object], *lines: str, timeout: float = MARKER_TIMEOUT_SECONDS):
+    def serve(
+        self, start: Callable[[], object], *lines: str, timeout: float = MARKER_TIMEOUT_SECONDS
+    ):
         """Drop the old connections, ``start()`` a socket query, wait for it to connect, send it ``lines``;
         the query."""
         self.drop_clients()
@@ -405,14 +502,21 @@ def socket_gap(start: Callable[[LineServer, list, Path], object], checkpoints_ro
     """
     first, old, new = [], [], []
     with LineServer() as server:
-        query = server.serve(lambda: start(server, first, checkpoints_root / "socket"), "line 1", "line 2")
+        query = server.serve(
+            lambda: start(server, first, checkpoints_root / "socket"), "line 1", "line 2"
+        )
         wait_until(lambda: len(first) == 2, "the first two lines", 60)
         stop_between_batches(query)
         server.drop_clients()
-        print(f"the query received {first} and stopped; 'sent while down' reached "
-              f"{server.send('sent while down')} queries", flush=True)
-        refusal = show_refusal(lambda: server.serve(lambda: start(server, old, checkpoints_root / "socket"), "line 3"),
-                               "A restart on the same checkpoint, once a line arrives,")
+        print(
+            f"the query received {first} and stopped; 'sent while down' reached "
+            f"{server.send('sent while down')} queries",
+            flush=True,
+        )
+        refusal = show_refusal(
+            lambda: server.serve(lambda: start(server, old, checkpoints_root / "socket"), "line 3"),
+            "A restart on the same checkpoint, once a line arrives,",
+        )
         query = server.serve(lambda: start(server, new, checkpoints_root / "socket-new"), "line 4")
         wait_until(lambda: len(new) == 1, "line 4", 60)
         stop_between_batches(query)

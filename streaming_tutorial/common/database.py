@@ -59,8 +59,11 @@ class Jdbc:
 
 def add_flags(parser, default: str) -> None:
     """The database flags of a lesson that writes to one: --jdbc-url, --jdbc-user, --jdbc-password."""
-    parser.add_argument("--jdbc-url", metavar="URL",
-                        help=f"the database (default: {default}), e.g. jdbc:postgresql://localhost:5432/shop")
+    parser.add_argument(
+        "--jdbc-url",
+        metavar="URL",
+        help=f"the database (default: {default}), e.g. jdbc:postgresql://localhost:5432/shop",
+    )
     parser.add_argument("--jdbc-user", help="database user (PostgreSQL)")
     parser.add_argument("--jdbc-password", help="database password (PostgreSQL)")
 
@@ -77,8 +80,10 @@ def driver_for(url: str) -> str:
     for prefix, driver in DRIVERS.items():
         if url.startswith(prefix):
             return driver
-    raise CourseError(f"The course knows the SQLite and PostgreSQL JDBC drivers; '{url}' is neither. "
-                      "Use jdbc:sqlite:<file> or jdbc:postgresql://host:port/database.")
+    raise CourseError(
+        f"The course knows the SQLite and PostgreSQL JDBC drivers; '{url}' is neither. "
+        "Use jdbc:sqlite:<file> or jdbc:postgresql://host:port/database."
+    )
 
 
 def packages_for(url: str) -> list[str]:
@@ -95,9 +100,11 @@ def connect(spark, jdbc: Jdbc) -> Iterator:
     try:
         driver = functools.reduce(getattr, driver_class.split("."), spark._jvm)()
     except TypeError as error:  # py4j: "'JavaPackage' object is not callable" = class not found
-        raise CourseError(f"The JDBC driver {driver_class} is not on Spark's classpath. Ask for it with "
-                          "get_spark(jdbc=True) (SQLite) or extra_packages=database.packages_for(url) "
-                          "(PostgreSQL).") from error
+        raise CourseError(
+            f"The JDBC driver {driver_class} is not on Spark's classpath. Ask for it with "
+            "get_spark(jdbc=True) (SQLite) or extra_packages=database.packages_for(url) "
+            "(PostgreSQL)."
+        ) from error
     properties = spark._jvm.java.util.Properties()
     for key, value in (("user", jdbc.user), ("password", jdbc.password)):
         if value:
@@ -114,7 +121,7 @@ def connect(spark, jdbc: Jdbc) -> Iterator:
 def create_tables(spark, jdbc: Jdbc, statements: Sequence[str]) -> None:
     """Run ``CREATE TABLE IF NOT EXISTS`` statements, and create ``applied_batches``."""
     if jdbc.url.startswith(SQLITE_PREFIX):  # SQLite creates the file, not its folder
-        Path(jdbc.url[len(SQLITE_PREFIX):]).parent.mkdir(parents=True, exist_ok=True)
+        Path(jdbc.url[len(SQLITE_PREFIX) :]).parent.mkdir(parents=True, exist_ok=True)
     with connect(spark, jdbc) as connection:
         statement = connection.createStatement()
         for sql in (APPLIED_BATCHES, *statements):
@@ -128,12 +135,21 @@ def query(spark, jdbc: Jdbc, sql: str) -> list[tuple]:
         columns = result.getMetaData().getColumnCount()
         rows = []
         while result.next():
-            rows.append(tuple(to_python(result.getObject(index)) for index in range(1, columns + 1)))
+            rows.append(
+                tuple(to_python(result.getObject(index)) for index in range(1, columns + 1))
+            )
         return rows
 
 
-def apply_batch_once(spark, jdbc: Jdbc, app_id: str, batch_id: int, sql: str, rows: Sequence[Sequence],
-                     input_rows: int = 0) -> bool:
+def apply_batch_once(
+    spark,
+    jdbc: Jdbc,
+    app_id: str,
+    batch_id: int,
+    sql: str,
+    rows: Sequence[Sequence],
+    input_rows: int = 0,
+) -> bool:
     """Run ``sql`` once per row, in one transaction with the claim of (app_id, batch_id).
 
     Returns False, and changes nothing, when the batch was claimed before: a replay.

@@ -10,8 +10,8 @@
 from __future__ import annotations
 
 import re
-from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
@@ -19,7 +19,14 @@ from typing import Callable, Iterator, Sequence
 from . import paths
 from .errors import CourseError
 from .files import json_lines, write_atomically
-from .microbatch import Run, collect_batches, finish_run, start_collecting, stream_batches, write_batches
+from .microbatch import (
+    Run,
+    collect_batches,
+    finish_run,
+    start_collecting,
+    stream_batches,
+    write_batches,
+)
 from .narration import first_line
 
 REFUSAL_TIMEOUT_SECONDS = 120  # a refused query that started must fail within this long
@@ -28,7 +35,9 @@ STREAM_FAILED = re.compile(r"^\[STREAM_FAILED\] Query \[[^\]]*\] terminated with
 SCENARIO_DAY = "2025-01-15"  # the day of every hand-made scenario (config.BASE_EVENT_TIME's)
 
 
-def records_from_text(batches: Sequence[str], *fields: str, day: str = SCENARIO_DAY) -> list[list[dict]]:
+def records_from_text(
+    batches: Sequence[str], *fields: str, day: str = SCENARIO_DAY
+) -> list[list[dict]]:
     """A scenario written compactly: one string per micro-batch, records separated by commas,
     values by spaces, in the order of ``fields``; a field ending in ``_time`` takes a time of
     day (HH:MM or HH:MM:SS) on ``day``, in UTC.
@@ -36,22 +45,39 @@ def records_from_text(batches: Sequence[str], *fields: str, day: str = SCENARIO_
     ``records_from_text(["IMP-1 AD-1 10:00, IMP-2 AD-2 10:01", ""], "impression_id", "ad_id",
     "impression_time")`` is two micro-batches: two impressions, then nothing.
     """
-    def value(field: str, text: str) -> str:
-        return f"{day}T{text}{':00' if text.count(':') == 1 else ''}Z" if field.endswith("_time") else text
 
-    return [[{field: value(field, text) for field, text in zip(fields, item.split())}
-             for item in batch.split(",") if item.strip()] for batch in batches]
+    def value(field: str, text: str) -> str:
+        return (
+            f"{day}T{text}{':00' if text.count(':') == 1 else ''}Z"
+            if field.endswith("_time")
+            else text
+        )
+
+    return [
+        [
+            {field: value(field, text) for field, text in zip(fields, item.split())}
+            for item in batch.split(",")
+            if item.strip()
+        ]
+        for batch in batches
+    ]
 
 
 def records_as_text(records: Sequence[dict]) -> str:
     """The reverse, for ``describe_input``: 'IMP-1 AD-1 10:00, IMP-2 AD-2 10:01' ('-' for no records)."""
+
     def text(field: str, value) -> str:
         if not field.endswith("_time"):
             return str(value)
         clock = value[11:19]  # '2025-01-15T10:00:00Z' -> '10:00:00' -> '10:00'
         return clock[:5] if clock.endswith(":00") else clock
 
-    return ", ".join(" ".join(text(field, value) for field, value in record.items()) for record in records) or "-"
+    return (
+        ", ".join(
+            " ".join(text(field, value) for field, value in record.items()) for record in records
+        )
+        or "-"
+    )
 
 
 @contextmanager
@@ -65,7 +91,9 @@ def jvm_logs_off() -> Iterator[None]:
     if spark is None:
         yield
         return
-    before = str(spark._jvm.org.apache.logging.log4j.LogManager.getRootLogger().getLevel())  # WARN in the course
+    before = str(
+        spark._jvm.org.apache.logging.log4j.LogManager.getRootLogger().getLevel()
+    )  # WARN in the course
     spark.sparkContext.setLogLevel("OFF")
     try:
         yield
@@ -105,7 +133,9 @@ def show_refusal(attempt: Callable[[], object], what: str) -> str:
         message = first_line(error)
         print(f"{what} fails:\n  {message}", flush=True)
         return str(error)
-    raise CourseError(f"{what} unexpectedly worked: this Spark version allows what the lesson says it refuses.")
+    raise CourseError(
+        f"{what} unexpectedly worked: this Spark version allows what the lesson says it refuses."
+    )
 
 
 @dataclass
@@ -117,11 +147,18 @@ class Output:
     sort_key: Callable | None = None
 
 
-def replay(spark, batches: Sequence[Sequence[dict]], schema, outputs: dict[str, Output], workdir: Path, *,
-           describe_input: Callable[[Sequence[dict]], str] = records_as_text,
-           describe_rows: Callable[[list], str],
-           show: bool = True,
-           edits: dict[int, Callable[[], str]] | None = None) -> dict[str, Run]:
+def replay(
+    spark,
+    batches: Sequence[Sequence[dict]],
+    schema,
+    outputs: dict[str, Output],
+    workdir: Path,
+    *,
+    describe_input: Callable[[Sequence[dict]], str] = records_as_text,
+    describe_rows: Callable[[list], str],
+    show: bool = True,
+    edits: dict[int, Callable[[], str]] | None = None,
+) -> dict[str, Run]:
     """Run each output over the scenario, one input file per micro-batch, from a fresh start.
 
     Prints, batch by batch, what the batch read, the watermark it ran with, and what
@@ -134,17 +171,29 @@ def replay(spark, batches: Sequence[Sequence[dict]], schema, outputs: dict[str, 
     the line it returns is printed before that batch. (The outputs then run one batch at
     a time; use it for queries without a watermark, which run no extra empty batches.)
     """
-    return replay_streams(spark, {"input": (batches, schema)}, outputs, workdir,
-                          describe_input=lambda inputs: describe_input(inputs["input"]),
-                          describe_rows=describe_rows, show=show, edits=edits)
+    return replay_streams(
+        spark,
+        {"input": (batches, schema)},
+        outputs,
+        workdir,
+        describe_input=lambda inputs: describe_input(inputs["input"]),
+        describe_rows=describe_rows,
+        show=show,
+        edits=edits,
+    )
 
 
-def replay_streams(spark, inputs: dict[str, tuple[Sequence[Sequence[dict]], object]], outputs: dict[str, Output],
-                   workdir: Path, *,
-                   describe_input: Callable[[dict[str, Sequence[dict]]], str] | None = None,
-                   describe_rows: Callable[[list], str],
-                   show: bool = True,
-                   edits: dict[int, Callable[[], str]] | None = None) -> dict[str, Run]:
+def replay_streams(
+    spark,
+    inputs: dict[str, tuple[Sequence[Sequence[dict]], object]],
+    outputs: dict[str, Output],
+    workdir: Path,
+    *,
+    describe_input: Callable[[dict[str, Sequence[dict]]], str] | None = None,
+    describe_rows: Callable[[list], str],
+    show: bool = True,
+    edits: dict[int, Callable[[], str]] | None = None,
+) -> dict[str, Run]:
     """``replay`` for a query with several inputs, e.g. a stream-stream join.
 
     ``inputs`` maps a name to (batches, schema); micro-batch N reads batch N of every
@@ -154,14 +203,20 @@ def replay_streams(spark, inputs: dict[str, tuple[Sequence[Sequence[dict]], obje
     separated by ' | ').
     """
     if describe_input is None:
+
         def describe_input(records: dict[str, Sequence[dict]]) -> str:
             return " | ".join(records_as_text(batch) for batch in records.values())
 
     if workdir.exists():
         paths.remove_tree(workdir, allow_outside=True)
     count = max(len(batches) for batches, _ in inputs.values())
-    scenario = [{name: list(batches[n]) if n < len(batches) else [] for name, (batches, _) in inputs.items()}
-                for n in range(count)]
+    scenario = [
+        {
+            name: list(batches[n]) if n < len(batches) else []
+            for name, (batches, _) in inputs.items()
+        }
+        for n in range(count)
+    ]
     folders = {name: workdir / "input" / name for name in inputs}
     for folder in folders.values():
         folder.mkdir(parents=True)
@@ -181,8 +236,12 @@ def replay_streams(spark, inputs: dict[str, tuple[Sequence[Sequence[dict]], obje
 
 def _run_at_once(streams, outputs: dict[str, Output], workdir: Path) -> dict[str, Run]:
     def run(label: str, output: Output) -> Run:
-        return collect_batches(output.build(*streams), workdir / "checkpoints" / label,
-                               output_mode=output.mode, sort_key=output.sort_key)
+        return collect_batches(
+            output.build(*streams),
+            workdir / "checkpoints" / label,
+            output_mode=output.mode,
+            sort_key=output.sort_key,
+        )
 
     # Independent queries: running them at once takes about half the time on two cores.
     with ThreadPoolExecutor(max_workers=len(outputs)) as pool:
@@ -190,11 +249,24 @@ def _run_at_once(streams, outputs: dict[str, Output], workdir: Path) -> dict[str
         return {label: future.result() for label, future in futures.items()}
 
 
-def _run_step_by_step(streams, outputs: dict[str, Output], workdir: Path, scenario, folders, edits,
-                      notes: dict[int, str]) -> dict[str, Run]:
-    started = {label: start_collecting(output.build(*streams), workdir / "checkpoints" / label,
-                                       output_mode=output.mode, sort_key=output.sort_key)
-               for label, output in outputs.items()}
+def _run_step_by_step(
+    streams,
+    outputs: dict[str, Output],
+    workdir: Path,
+    scenario,
+    folders,
+    edits,
+    notes: dict[int, str],
+) -> dict[str, Run]:
+    started = {
+        label: start_collecting(
+            output.build(*streams),
+            workdir / "checkpoints" / label,
+            output_mode=output.mode,
+            sort_key=output.sort_key,
+        )
+        for label, output in outputs.items()
+    }
     try:
         for number, batch in enumerate(scenario):
             if number in edits:
@@ -212,8 +284,13 @@ def _run_step_by_step(streams, outputs: dict[str, Output], workdir: Path, scenar
     return {label: finish_run(query, run) for label, (query, run) in started.items()}
 
 
-def print_replay(batches, runs: dict[str, Run], describe_input, describe_rows,
-                 notes: dict[int, str] | None = None) -> None:
+def print_replay(
+    batches,
+    runs: dict[str, Run],
+    describe_input,
+    describe_rows,
+    notes: dict[int, str] | None = None,
+) -> None:
     """What each batch read, its watermark, and what each output sent to its sink (after ``notes[N]``, if any).
 
     ``describe_rows`` may return several lines (e.g. one per row): they line up under the first.
@@ -224,8 +301,11 @@ def print_replay(batches, runs: dict[str, Run], describe_input, describe_rows,
     for batch_id in ids:
         if batch_id in (notes or {}):
             lines.append(f"Before batch {batch_id}: {notes[batch_id]}")
-        read = describe_input(batches[batch_id]) if batch_id < len(batches) else \
-            "nothing new (the watermark moved, so Spark runs one more batch)"
+        read = (
+            describe_input(batches[batch_id])
+            if batch_id < len(batches)
+            else "nothing new (the watermark moved, so Spark runs one more batch)"
+        )
         lines.append(f"Batch {batch_id} reads: {read}")
         for label, run in runs.items():
             batch = next((b for b in run.batches if b.batch_id == batch_id), None)
@@ -233,8 +313,12 @@ def print_replay(batches, runs: dict[str, Run], describe_input, describe_rows,
                 continue
             mark = short_time(batch.watermark)
             first, *more = (describe_rows(batch.rows) if batch.rows else "(nothing)").split("\n")
-            lines.append(f"  {label:<{width}}  {first}" + (f"   [watermark {mark}]" if mark else ""))
-            lines.extend(f"  {'':<{width}}  {line}" for line in more)  # one row a line: under the first
+            lines.append(
+                f"  {label:<{width}}  {first}" + (f"   [watermark {mark}]" if mark else "")
+            )
+            lines.extend(
+                f"  {'':<{width}}  {line}" for line in more
+            )  # one row a line: under the first
     print("\n".join(lines), flush=True)
 
 

@@ -70,7 +70,7 @@ def install_jdk_advice(platform: str = sys.platform) -> str:
             "the PATH, so also tell your shell where it is: add "
             f'export JAVA_HOME="$(brew --prefix openjdk@{MIN_JAVA})/libexec/openjdk.jdk/Contents/Home" and '
             'export PATH="$JAVA_HOME/bin:$PATH" to ~/.zshrc and open a new terminal (or, for every '
-            f"program at once, 'sudo ln -sfn \"$(brew --prefix openjdk@{MIN_JAVA})/libexec/openjdk.jdk\" "
+            f'program at once, \'sudo ln -sfn "$(brew --prefix openjdk@{MIN_JAVA})/libexec/openjdk.jdk" '
             f"/Library/Java/JavaVirtualMachines/openjdk-{MIN_JAVA}.jdk'). Then check that 'java -version' "
             f"says {MIN_JAVA}."
         )
@@ -112,13 +112,19 @@ def check_java() -> Check:
             + install_jdk_advice(),
         )
     output = java_version_output(java)
-    stub_line = next((line.strip() for line in (output or "").splitlines()
-                      if any(stub in line for stub in MACOS_JAVA_STUB_MESSAGES)), None)
+    stub_line = next(
+        (
+            line.strip()
+            for line in (output or "").splitlines()
+            if any(stub in line for stub in MACOS_JAVA_STUB_MESSAGES)
+        ),
+        None,
+    )
     if stub_line:
         return Check(
             "Java",
             False,
-            f"No Java is installed: {java} is only macOS's placeholder for one (it says \"{stub_line}\"). "
+            f'No Java is installed: {java} is only macOS\'s placeholder for one (it says "{stub_line}"). '
             f"Spark needs a JDK {MIN_JAVA} or newer. " + install_jdk_advice("darwin"),
         )
     major = parse_java_major(output or "")
@@ -188,20 +194,28 @@ def folder_problem(folder: Path, what: str) -> str | None:
         existing = existing.parent
     where = f"{what} {folder}"
     if not existing.is_dir():
-        return (f"The {where} cannot be created: {existing} is a file, not a folder. Move that file away, or "
-                f"{OTHER_FOLDER}.")
+        return (
+            f"The {where} cannot be created: {existing} is a file, not a folder. Move that file away, or "
+            f"{OTHER_FOLDER}."
+        )
     if not os.access(existing, os.W_OK | os.X_OK):
         if _read_only(existing):
-            return (f"The {where} is on a read-only file system ({existing} is mounted read-only). Remount it "
-                    f"read-write, or {OTHER_FOLDER}.")
-        return (f"You may not write to {existing}, so Spark cannot write the {where}. Make it writable for your "
-                "user ('ls -ld' shows its owner; 'sudo chown -R $USER FOLDER' if an earlier run with sudo "
-                f"created it), or {OTHER_FOLDER}.")
+            return (
+                f"The {where} is on a read-only file system ({existing} is mounted read-only). Remount it "
+                f"read-write, or {OTHER_FOLDER}."
+            )
+        return (
+            f"You may not write to {existing}, so Spark cannot write the {where}. Make it writable for your "
+            "user ('ls -ld' shows its owner; 'sudo chown -R $USER FOLDER' if an earlier run with sudo "
+            f"created it), or {OTHER_FOLDER}."
+        )
     free = shutil.disk_usage(existing).free
     if free < MIN_FREE_BYTES:
-        return (f"The disk that holds the {where} is full ({free // 1024} KB free): Spark would stop the query "
-                "at its first write. Free some space on that disk ('df -h' shows how much is left), then run "
-                "the lesson again.")
+        return (
+            f"The disk that holds the {where} is full ({free // 1024} KB free): Spark would stop the query "
+            "at its first write. Free some space on that disk ('df -h' shows how much is left), then run "
+            "the lesson again."
+        )
     return None
 
 

@@ -89,8 +89,12 @@ CHECKPOINT_MISMATCH = {
         + START_OVER
     ),
 }
-CHECKPOINT_MISMATCH["DELTA_SCHEMA_CHANGED_WITH_VERSION"] = CHECKPOINT_MISMATCH["DELTA_SCHEMA_CHANGED"]
-CHECKPOINT_MISMATCH["DELTA_SCHEMA_CHANGED_WITH_STARTING_OPTIONS"] = CHECKPOINT_MISMATCH["DELTA_SCHEMA_CHANGED"]
+CHECKPOINT_MISMATCH["DELTA_SCHEMA_CHANGED_WITH_VERSION"] = CHECKPOINT_MISMATCH[
+    "DELTA_SCHEMA_CHANGED"
+]
+CHECKPOINT_MISMATCH["DELTA_SCHEMA_CHANGED_WITH_STARTING_OPTIONS"] = CHECKPOINT_MISMATCH[
+    "DELTA_SCHEMA_CHANGED"
+]
 
 # Not the checkpoint's fault: nothing to delete.
 OTHER_FAILURES = {
@@ -187,7 +191,9 @@ def explain(error: BaseException) -> str | None:
 
 
 def with_spark_lines(advice: str, message: str) -> str:
-    paragraph = textwrap.fill(advice, width=ADVICE_WIDTH, break_long_words=False, break_on_hyphens=False)
+    paragraph = textwrap.fill(
+        advice, width=ADVICE_WIDTH, break_long_words=False, break_on_hyphens=False
+    )
     return f"{paragraph}\nSpark said:\n" + "\n".join(f"  {line}" for line in spark_lines(message))
 
 
@@ -252,7 +258,8 @@ def folder_advice(reason: str, path: str | None) -> str:
     if reason == READ_ONLY:
         return (
             f"Spark could not write {where}: that file system is read-only (mounted read-only, or a "
-            f"read-only share or image). Remount it read-write, or {OTHER_FOLDER}." + FOLDER_ADVICE_END
+            f"read-only share or image). Remount it read-write, or {OTHER_FOLDER}."
+            + FOLDER_ADVICE_END
         )
     return (
         f"Spark could not write {where}: permission denied. Make the folder writable for your user "
@@ -325,7 +332,9 @@ def spark_lines(message: str) -> list[str]:
         if line.startswith("=== Streaming Query ==="):
             break  # the query's plan and offsets follow: not for the learner's first read
         if line:
-            lines.append(line if len(line) <= SPARK_LINE_WIDTH else line[: SPARK_LINE_WIDTH - 3] + "...")
+            lines.append(
+                line if len(line) <= SPARK_LINE_WIDTH else line[: SPARK_LINE_WIDTH - 3] + "..."
+            )
         if len(lines) == SPARK_LINES:
             break
     return lines

@@ -87,7 +87,9 @@ def _addresses(bootstrap: str) -> list[tuple[str, int]]:
 def _any_port_open(bootstrap: str, timeout: float) -> bool:
     from .simulators import port_open
 
-    return any(port_open(host, port, timeout=min(timeout, 1.0)) for host, port in _addresses(bootstrap))
+    return any(
+        port_open(host, port, timeout=min(timeout, 1.0)) for host, port in _addresses(bootstrap)
+    )
 
 
 def admin_client(bootstrap: str, timeout: float = REACH_TIMEOUT_SECONDS):
@@ -106,7 +108,9 @@ def admin_client(bootstrap: str, timeout: float = REACH_TIMEOUT_SECONDS):
             request_timeout_ms=int(max(timeout, 5.0) * 1000),
         )
     except KafkaError as error:
-        raise CourseError(unreachable_advice(bootstrap, f"{type(error).__name__}: {error}")) from error
+        raise CourseError(
+            unreachable_advice(bootstrap, f"{type(error).__name__}: {error}")
+        ) from error
 
 
 def describe_cluster(bootstrap: str, timeout: float = REACH_TIMEOUT_SECONDS) -> dict:
@@ -117,7 +121,9 @@ def describe_cluster(bootstrap: str, timeout: float = REACH_TIMEOUT_SECONDS) -> 
     try:
         return admin.describe_cluster()
     except KafkaError as error:
-        raise CourseError(unreachable_advice(bootstrap, f"{type(error).__name__}: {error}")) from error
+        raise CourseError(
+            unreachable_advice(bootstrap, f"{type(error).__name__}: {error}")
+        ) from error
     finally:
         admin.close()
 
@@ -147,8 +153,12 @@ def list_topics(bootstrap: str, *, internal: bool = False) -> list[str]:
     return sorted(name for name in names if internal or not name.startswith("__"))
 
 
-def ensure_topics(bootstrap: str, topics: Iterable[str], partitions: int = 1,
-                  configs: dict[str, str] | None = None) -> None:
+def ensure_topics(
+    bootstrap: str,
+    topics: Iterable[str],
+    partitions: int = 1,
+    configs: dict[str, str] | None = None,
+) -> None:
     """Create the topics that do not exist yet (idempotent), with the topic ``configs`` given;
     wait until each has a leader.
 
@@ -163,8 +173,14 @@ def ensure_topics(bootstrap: str, topics: Iterable[str], partitions: int = 1,
         if missing:
             # replication_factor -1 = the broker's default: 1 on the course's broker, the
             # cluster's own choice elsewhere.
-            request = {name: {"num_partitions": partitions, "replication_factor": -1, "configs": configs or {}}
-                       for name in missing}
+            request = {
+                name: {
+                    "num_partitions": partitions,
+                    "replication_factor": -1,
+                    "configs": configs or {},
+                }
+                for name in missing
+            }
             try:
                 admin.create_topics(request, timeout_ms=30000)
             except TopicAlreadyExistsError:
@@ -186,8 +202,13 @@ def delete_topics(bootstrap: str, topics: Iterable[str]) -> None:
         admin.close()
 
 
-def recreate_topics(bootstrap: str, topics: Iterable[str], partitions: int = 1, timeout: float = 60.0,
-                    configs: dict[str, str] | None = None) -> None:
+def recreate_topics(
+    bootstrap: str,
+    topics: Iterable[str],
+    partitions: int = 1,
+    timeout: float = 60.0,
+    configs: dict[str, str] | None = None,
+) -> None:
     """Delete the topics and create them empty again (a lesson's --reset), with ``configs``."""
     wanted = list(dict.fromkeys(topics))
     delete_topics(bootstrap, wanted)
@@ -195,7 +216,9 @@ def recreate_topics(bootstrap: str, topics: Iterable[str], partitions: int = 1, 
     deadline = time.monotonic() + timeout
     while set(wanted) & set(list_topics(bootstrap)):
         if time.monotonic() > deadline:
-            raise CourseError(f"Kafka did not finish deleting {', '.join(wanted)} within {timeout:.0f} s; try again.")
+            raise CourseError(
+                f"Kafka did not finish deleting {', '.join(wanted)} within {timeout:.0f} s; try again."
+            )
         time.sleep(0.2)
     ensure_topics(bootstrap, wanted, partitions=partitions, configs=configs)
 
@@ -226,7 +249,9 @@ def consume_all(bootstrap: str, topic: str, timeout: float = 60.0) -> list:
         deadline = time.monotonic() + timeout
         while any(consumer.position(tp) < ends[tp] for tp in partitions):
             if time.monotonic() > deadline:
-                raise TimeoutError(f"could not read {topic} up to its end offsets within {timeout} s")
+                raise TimeoutError(
+                    f"could not read {topic} up to its end offsets within {timeout} s"
+                )
             for batch in consumer.poll(timeout_ms=500).values():
                 records.extend(record for record in batch if record.offset < ends[_tp(record)])
         return sorted(records, key=lambda record: (record.partition, record.offset))
@@ -254,7 +279,9 @@ def _consumer(bootstrap: str):
             bootstrap_timeout_ms=int(REACH_TIMEOUT_SECONDS * 1000),
         )
     except KafkaError as error:
-        raise CourseError(unreachable_advice(bootstrap, f"{type(error).__name__}: {error}")) from error
+        raise CourseError(
+            unreachable_advice(bootstrap, f"{type(error).__name__}: {error}")
+        ) from error
 
 
 def _partitions(consumer, topic: str) -> list:
@@ -262,7 +289,9 @@ def _partitions(consumer, topic: str) -> list:
 
     numbers = consumer.partitions_for_topic(topic)
     if not numbers:
-        raise CourseError(f"Kafka topic '{topic}' does not exist at {consumer.config['bootstrap_servers']}.")
+        raise CourseError(
+            f"Kafka topic '{topic}' does not exist at {consumer.config['bootstrap_servers']}."
+        )
     return [TopicPartition(topic, number) for number in sorted(numbers)]
 
 
@@ -271,7 +300,10 @@ def _partitions(consumer, topic: str) -> list:
 # text), Kafka's exception names and fixed parts of Kafka's messages, never loose words.
 KNOWN_FAILURES = (
     (
-        ("Some data may have been lost because they are not available in Kafka any more", "KAFKA_DATA_LOSS"),
+        (
+            "Some data may have been lost because they are not available in Kafka any more",
+            "KAFKA_DATA_LOSS",
+        ),
         "The topic no longer holds the offsets this query's checkpoint recorded: it was deleted "
         "and created again (for example by 'python local_kafka.py reset', or lesson 08's --reset "
         "while another lesson kept its checkpoint), or Kafka's retention removed old records, after "
@@ -304,7 +336,9 @@ def explain_failure(error: BaseException) -> str | None:
     text = str(error)
     for needles, advice in KNOWN_FAILURES:
         if any(needle in text for needle in needles):
-            first_line = text.strip().splitlines()[0][:300] if text.strip() else type(error).__name__
+            first_line = (
+                text.strip().splitlines()[0][:300] if text.strip() else type(error).__name__
+            )
             return f"{advice} (Spark said: {first_line})"
     return None
 
@@ -316,7 +350,9 @@ def explain_failures() -> Iterator[None]:
         yield
     except CourseError:
         raise
-    except Exception as error:  # Spark raises StreamingQueryException/Py4JJavaError: no narrower type
+    except (
+        Exception
+    ) as error:  # Spark raises StreamingQueryException/Py4JJavaError: no narrower type
         advice = explain_failure(error)
         if advice is None:
             raise

@@ -170,9 +170,13 @@ def _is_kafka_process(pid: int) -> bool:
     except PermissionError:
         pass
     try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        command = (
+            Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        )
     except OSError:  # no /proc (macOS): ask ps
-        result = subprocess.run(["ps", "-o", "command=", "-p", str(pid)], capture_output=True, text=True)
+        result = subprocess.run(
+            ["ps", "-o", "command=", "-p", str(pid)], capture_output=True, text=True
+        )
         command = result.stdout
     if not command.strip():
         return False  # a zombie: exited, not yet reaped
@@ -182,7 +186,9 @@ def _is_kafka_process(pid: int) -> bool:
 # --- start -------------------------------------------------------------------------------
 
 
-def start(broker: LocalBroker, *, say: Say = _print, timeout: float = START_TIMEOUT_SECONDS) -> subprocess.Popen | None:
+def start(
+    broker: LocalBroker, *, say: Say = _print, timeout: float = START_TIMEOUT_SECONDS
+) -> subprocess.Popen | None:
     """Start the broker and wait until it answers; None when one already runs there.
 
     Raises CourseError with advice for a busy port, a missing Java, a failed download
@@ -192,7 +198,10 @@ def start(broker: LocalBroker, *, say: Say = _print, timeout: float = START_TIME
     with _start_lock(broker):
         if answers(broker.bootstrap, PROBE_SECONDS):
             pid = running_pid(broker)
-            say(f"A Kafka broker already runs at {broker.bootstrap}" + (f" (PID {pid})." if pid else "."))
+            say(
+                f"A Kafka broker already runs at {broker.bootstrap}"
+                + (f" (PID {pid})." if pid else ".")
+            )
             return None
         pid = running_pid(broker)
         if pid is not None:
@@ -293,11 +302,14 @@ def _launch(broker: LocalBroker) -> subprocess.Popen:
     return process
 
 
-def _wait_until_ready(broker: LocalBroker, process: subprocess.Popen | None, timeout: float, *,
-                     pid: int | None = None) -> None:
+def _wait_until_ready(
+    broker: LocalBroker, process: subprocess.Popen | None, timeout: float, *, pid: int | None = None
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        exited = process.poll() is not None if process is not None else not _is_kafka_process(pid or -1)
+        exited = (
+            process.poll() is not None if process is not None else not _is_kafka_process(pid or -1)
+        )
         if exited:
             raise CourseError(
                 "The Kafka broker stopped while starting. The end of its log says:\n"
@@ -413,7 +425,9 @@ def _fetch_jars(broker: LocalBroker, say: Say) -> None:
     ]
     try:
         with open(ivy_log, "w", encoding="utf-8") as out:
-            result = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, timeout=DOWNLOAD_TIMEOUT_SECONDS)
+            result = subprocess.run(
+                command, stdout=out, stderr=subprocess.STDOUT, timeout=DOWNLOAD_TIMEOUT_SECONDS
+            )
         failed = result.returncode != 0 or not list(partial.glob(f"kafka_{SCALA_BINARY}-*.jar"))
     except subprocess.TimeoutExpired:
         failed = True
@@ -421,11 +435,15 @@ def _fetch_jars(broker: LocalBroker, say: Say) -> None:
         shutil.rmtree(partial, ignore_errors=True)
         raise CourseError(download_advice(broker, ivy_log))
     (partial / ".complete").write_text(_stamp() + "\n")
-    shutil.rmtree(broker.lib_dir, ignore_errors=True)  # an incomplete folder from an interrupted fetch
+    shutil.rmtree(
+        broker.lib_dir, ignore_errors=True
+    )  # an incomplete folder from an interrupted fetch
     partial.rename(broker.lib_dir)
     jars = list(broker.lib_dir.glob("*.jar"))
     size = sum(jar.stat().st_size for jar in jars) / 1e6
-    say(f"Fetched {len(jars)} jars ({size:.0f} MB) in {time.monotonic() - started:.0f} s into {broker.lib_dir}.")
+    say(
+        f"Fetched {len(jars)} jars ({size:.0f} MB) in {time.monotonic() - started:.0f} s into {broker.lib_dir}."
+    )
 
 
 def download_advice(broker: LocalBroker, ivy_log: Path) -> str:
@@ -525,7 +543,9 @@ def format_storage(broker: LocalBroker, *, say: Say = _print) -> None:
         return
     _write_config(broker)
     broker.data_dir.mkdir(parents=True, exist_ok=True)
-    say(f"Formatting the broker's storage in {paths.display(broker.data_dir)} (first start only) ...")
+    say(
+        f"Formatting the broker's storage in {paths.display(broker.data_dir)} (first start only) ..."
+    )
     command = [
         java_executable() or "java",
         "-Xmx256m",
@@ -553,8 +573,12 @@ def format_storage(broker: LocalBroker, *, say: Say = _print) -> None:
 # --- stop and reset ------------------------------------------------------------------------
 
 
-def stop(broker: LocalBroker, *, process: subprocess.Popen | None = None,
-         timeout: float = STOP_TIMEOUT_SECONDS) -> bool:
+def stop(
+    broker: LocalBroker,
+    *,
+    process: subprocess.Popen | None = None,
+    timeout: float = STOP_TIMEOUT_SECONDS,
+) -> bool:
     """Stop our broker: SIGTERM (a clean shutdown), then SIGKILL after ``timeout``. True if one ran."""
     pid = process.pid if process is not None else running_pid(broker)
     if pid is None or (process is not None and process.poll() is not None):
@@ -616,7 +640,9 @@ def kafka_for_lesson(*, quiet: bool = False) -> Iterator[str]:
     configured = configured_bootstrap()
     if configured:
         check_reachable(configured)
-        show(f"Using the Kafka cluster in KAFKA_BOOTSTRAP_SERVERS: {configured}{security_for(configured).describe()}")
+        show(
+            f"Using the Kafka cluster in KAFKA_BOOTSTRAP_SERVERS: {configured}{security_for(configured).describe()}"
+        )
         yield configured
         return
     broker = LocalBroker()

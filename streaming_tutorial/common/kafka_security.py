@@ -62,7 +62,9 @@ class Security:
     protocol: str | None = None
     mechanism: str | None = None
     username: str | None = None
-    password: str | None = field(default=None, repr=False)  # repr=False: never in a traceback or log
+    password: str | None = field(
+        default=None, repr=False
+    )  # repr=False: never in a traceback or log
     ca_location: str | None = None
     # From KAFKA_OPTION_<NAME>, Spark only; repr=False: a value may be a key password.
     spark_extra: dict[str, str] = field(default_factory=dict, repr=False)
@@ -89,7 +91,9 @@ def named_spark_options(bootstrap: str, security: Security) -> dict[str, str]:
         # Kafka's dynamic JAAS setting: the login travels with the query's options to every executor,
         # no JAAS file on any machine. Spark redacts it in its logs.
         options["kafka.sasl.mechanism"] = security.mechanism
-        options["kafka.sasl.jaas.config"] = jaas_config(security.mechanism, security.username, security.password)
+        options["kafka.sasl.jaas.config"] = jaas_config(
+            security.mechanism, security.username, security.password
+        )
     if security.ca_location:
         # PEM trust stores (Kafka clients 2.7+) take the same file the Python clients use: no keytool.
         options["kafka.ssl.truststore.type"] = "PEM"
@@ -144,10 +148,14 @@ def ignored_note(bootstrap: str, environ: Mapping[str, str]) -> str | None:
     if not named or bootstrap == configured:
         return None
     if not configured:
-        return (f"Note: {', '.join(named)} {'is' if len(named) == 1 else 'are'} set but KAFKA_BOOTSTRAP_SERVERS "
-                f"is not: the course's own broker at {bootstrap} speaks plaintext, so they are not used.")
-    return (f"Note: {', '.join(named)} describe the cluster in KAFKA_BOOTSTRAP_SERVERS ({configured}); "
-            f"{bootstrap} is another address, spoken to in plaintext.")
+        return (
+            f"Note: {', '.join(named)} {'is' if len(named) == 1 else 'are'} set but KAFKA_BOOTSTRAP_SERVERS "
+            f"is not: the course's own broker at {bootstrap} speaks plaintext, so they are not used."
+        )
+    return (
+        f"Note: {', '.join(named)} describe the cluster in KAFKA_BOOTSTRAP_SERVERS ({configured}); "
+        f"{bootstrap} is another address, spoken to in plaintext."
+    )
 
 
 def set_variables(environ: Mapping[str, str]) -> list[str]:
@@ -161,35 +169,55 @@ def read_security(environ: Mapping[str, str]) -> Security:
     value = {name: environ.get(name, "").strip() or None for name in NAMED_VARIABLES}
     protocol = value[PROTOCOL_ENV] and value[PROTOCOL_ENV].upper()
     mechanism = value[MECHANISM_ENV] and value[MECHANISM_ENV].upper()
-    username, password, ca_location = value[USERNAME_ENV], environ.get(PASSWORD_ENV) or None, value[CA_LOCATION_ENV]
+    username, password, ca_location = (
+        value[USERNAME_ENV],
+        environ.get(PASSWORD_ENV) or None,
+        value[CA_LOCATION_ENV],
+    )
     if protocol is not None and protocol not in PROTOCOLS:
-        refuse(f"{PROTOCOL_ENV}={value[PROTOCOL_ENV]} is not a Kafka security protocol: "
-               f"use one of {', '.join(PROTOCOLS)}.")
+        refuse(
+            f"{PROTOCOL_ENV}={value[PROTOCOL_ENV]} is not a Kafka security protocol: "
+            f"use one of {', '.join(PROTOCOLS)}."
+        )
     sasl = bool(protocol and protocol.startswith("SASL_"))
     login = [name for name in (MECHANISM_ENV, USERNAME_ENV, PASSWORD_ENV) if value[name]]
     if login and not sasl:
-        refuse(f"{', '.join(login)} {'is' if len(login) == 1 else 'are'} set, so the cluster wants a SASL login, but "
-               f"{PROTOCOL_ENV} is {protocol or 'not set'}: set it to SASL_SSL (a managed cluster) or SASL_PLAINTEXT.")
+        refuse(
+            f"{', '.join(login)} {'is' if len(login) == 1 else 'are'} set, so the cluster wants a SASL login, but "
+            f"{PROTOCOL_ENV} is {protocol or 'not set'}: set it to SASL_SSL (a managed cluster) or SASL_PLAINTEXT."
+        )
     if sasl and mechanism is None:
-        refuse(f"{PROTOCOL_ENV}={protocol} needs {MECHANISM_ENV} ({', '.join(LOGIN_MODULES)}) "
-               f"with {USERNAME_ENV} and {PASSWORD_ENV}.")
+        refuse(
+            f"{PROTOCOL_ENV}={protocol} needs {MECHANISM_ENV} ({', '.join(LOGIN_MODULES)}) "
+            f"with {USERNAME_ENV} and {PASSWORD_ENV}."
+        )
     if mechanism is not None and mechanism not in LOGIN_MODULES:
-        refuse(f"{MECHANISM_ENV}={value[MECHANISM_ENV]} is not one the course can log in with: use one of "
-               f"{', '.join(LOGIN_MODULES)} (others, such as GSSAPI, reach Spark through KAFKA_OPTION_ variables).")
+        refuse(
+            f"{MECHANISM_ENV}={value[MECHANISM_ENV]} is not one the course can log in with: use one of "
+            f"{', '.join(LOGIN_MODULES)} (others, such as GSSAPI, reach Spark through KAFKA_OPTION_ variables)."
+        )
     missing = [name for name in (USERNAME_ENV, PASSWORD_ENV) if sasl and not value[name]]
     if missing:
-        refuse(f"{MECHANISM_ENV}={mechanism} logs in with a user and a password: set {' and '.join(missing)}.")
+        refuse(
+            f"{MECHANISM_ENV}={mechanism} logs in with a user and a password: set {' and '.join(missing)}."
+        )
     for name, text in ((USERNAME_ENV, username), (PASSWORD_ENV, password)):
         if text and ("\n" in text or "\r" in text):
-            refuse(f"{name} contains a line break, which Kafka's login setting cannot carry; set it on one line.")
+            refuse(
+                f"{name} contains a line break, which Kafka's login setting cannot carry; set it on one line."
+            )
     if ca_location is not None:
         if protocol not in ("SSL", "SASL_SSL"):
-            refuse(f"{CA_LOCATION_ENV} is set, but {PROTOCOL_ENV} is {protocol or 'not set'}, which does not use TLS: "
-                   "set it to SSL or SASL_SSL.")
+            refuse(
+                f"{CA_LOCATION_ENV} is set, but {PROTOCOL_ENV} is {protocol or 'not set'}, which does not use TLS: "
+                "set it to SSL or SASL_SSL."
+            )
         ca_location = str(Path(ca_location).expanduser().resolve())
         if not Path(ca_location).is_file():
-            refuse(f"{CA_LOCATION_ENV} names no file: {ca_location}. It should be the PEM file of the certificates "
-                   "to trust (on a Spark cluster, at the same path on every machine).")
+            refuse(
+                f"{CA_LOCATION_ENV} names no file: {ca_location}. It should be the PEM file of the certificates "
+                "to trust (on a Spark cluster, at the same path on every machine)."
+            )
     security = Security(protocol, mechanism, username, password, ca_location)
     return replace(security, spark_extra=spark_passthrough(environ, security))
 
@@ -199,20 +227,25 @@ def spark_passthrough(environ: Mapping[str, str], security: Security) -> dict[st
     taken = set(named_spark_options("", security))
     options = {}
     for variable in sorted(name for name in environ if name.startswith(OPTION_PREFIX)):
-        suffix = variable[len(OPTION_PREFIX):]
+        suffix = variable[len(OPTION_PREFIX) :]
         if not suffix.strip("_"):
-            refuse(f"{variable} names no setting: write KAFKA_OPTION_ and the Kafka setting's name, with _ for "
-                   "its dots (KAFKA_OPTION_SSL_ENDPOINT_IDENTIFICATION_ALGORITHM).")
+            refuse(
+                f"{variable} names no setting: write KAFKA_OPTION_ and the Kafka setting's name, with _ for "
+                "its dots (KAFKA_OPTION_SSL_ENDPOINT_IDENTIFICATION_ALGORITHM)."
+            )
         option = "kafka." + suffix.lower().replace("_", ".")
         if option in taken:
-            refuse(f"{variable} sets {option}, which the course sets itself from KAFKA_BOOTSTRAP_SERVERS or the "
-                   f"KAFKA_SECURITY_/SASL_/SSL_ variables: set it there {SEE_ALSO}.")
+            refuse(
+                f"{variable} sets {option}, which the course sets itself from KAFKA_BOOTSTRAP_SERVERS or the "
+                f"KAFKA_SECURITY_/SASL_/SSL_ variables: set it there {SEE_ALSO}."
+            )
         options[option] = environ[variable]
     return options
 
 
 def jaas_config(mechanism: str, username: str, password: str) -> str:
     """Kafka's sasl.jaas.config for a user and password: values in double quotes, \\ and \" escaped."""
+
     def quoted(text: str) -> str:
         return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 

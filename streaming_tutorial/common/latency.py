@@ -31,11 +31,19 @@ from .runner import wait_until
 SENT_FIELD = "sent_ms"  # when a message was sent, in epoch milliseconds; results must carry it
 LOG_APPEND_TIME = 1  # a record's timestamp_type when the broker stamped it
 WARM_UP_EVERY_SECONDS = 0.5  # the pace of warm-up messages
-BROKER_STAMPED = {"message.timestamp.type": "LogAppendTime"}  # a record's timestamp: when the broker wrote it
+BROKER_STAMPED = {
+    "message.timestamp.type": "LogAppendTime"
+}  # a record's timestamp: when the broker wrote it
 
 
-def create_stamped_topics(bootstrap: str, topics: Sequence[str], partitions: int = 1, *,
-                          fresh: bool = False, timeout: float = 60.0) -> None:
+def create_stamped_topics(
+    bootstrap: str,
+    topics: Sequence[str],
+    partitions: int = 1,
+    *,
+    fresh: bool = False,
+    timeout: float = 60.0,
+) -> None:
     """Create the topics that do not exist yet, each record stamped by the broker when written.
 
     ``fresh``: delete them first, so they start empty.
@@ -46,7 +54,9 @@ def create_stamped_topics(bootstrap: str, topics: Sequence[str], partitions: int
         ensure_topics(bootstrap, topics, partitions, configs=BROKER_STAMPED)
 
 
-def send_timed(bootstrap: str, topic: str, records: Sequence[dict], *, rate: float = 0.0) -> list[dict]:
+def send_timed(
+    bootstrap: str, topic: str, records: Sequence[dict], *, rate: float = 0.0
+) -> list[dict]:
     """Send each record as JSON with ``sent_ms`` added, ``rate`` per second (0: at once); return them.
 
     One record at a time, flushed at once (``linger_ms=0``): ``sent_ms`` is taken just
@@ -75,8 +85,13 @@ def record_count(bootstrap: str, topic: str) -> int:
     return sum(end_offsets(bootstrap, topic).values())
 
 
-def warm_up(bootstrap: str, source: str, outputs: Sequence[str], make_record: Callable[[int], dict],
-            timeout: float = 120.0) -> int:
+def warm_up(
+    bootstrap: str,
+    source: str,
+    outputs: Sequence[str],
+    make_record: Callable[[int], dict],
+    timeout: float = 120.0,
+) -> int:
     """Send a message every half second until each output topic has a new record; how many were sent.
 
     A query's first micro-batch (or real-time batch) plans the query and opens its Kafka
@@ -104,16 +119,26 @@ def stamped_results(bootstrap: str, topic: str) -> list[tuple[dict, float]]:
     results = []
     for record in consume_all(bootstrap, topic):
         if record.timestamp_type != LOG_APPEND_TIME:
-            raise CourseError(f"Topic '{topic}' keeps its producers' timestamps, not the broker's: create it "
-                              "with create_stamped_topics (message.timestamp.type=LogAppendTime).")
+            raise CourseError(
+                f"Topic '{topic}' keeps its producers' timestamps, not the broker's: create it "
+                "with create_stamped_topics (message.timestamp.type=LogAppendTime)."
+            )
         value = json.loads(record.value)
         results.append((value, record.timestamp - value[SENT_FIELD]))
     return results
 
 
-def measure_latency(bootstrap: str, source: str, outputs: Mapping[str, str], records: Sequence[dict], *,
-                    rate: float, warm_up_record: Callable[[int], dict], timeout: float = 120.0,
-                    key: str = "id") -> dict[str, list[float]]:
+def measure_latency(
+    bootstrap: str,
+    source: str,
+    outputs: Mapping[str, str],
+    records: Sequence[dict],
+    *,
+    rate: float,
+    warm_up_record: Callable[[int], dict],
+    timeout: float = 120.0,
+    key: str = "id",
+) -> dict[str, list[float]]:
     """Warm the queries up, send ``records`` to ``source`` at ``rate``, wait until every output
     topic holds a result for each (bounded by ``timeout``); ``{label: latencies in ms}``, one
     per record, in the order sent.
@@ -136,7 +161,9 @@ def measure_latency(bootstrap: str, source: str, outputs: Mapping[str, str], rec
     def complete() -> bool:
         return all(set(wanted) <= first_results(topic).keys() for topic in topics)
 
-    wait_until(complete, f"a result for each of the {len(wanted)} messages in {', '.join(topics)}", timeout)
+    wait_until(
+        complete, f"a result for each of the {len(wanted)} messages in {', '.join(topics)}", timeout
+    )
     measured = {}
     for label, topic in outputs.items():
         first = first_results(topic)
@@ -154,8 +181,10 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 def summary_rows(latencies: Mapping[str, Sequence[float]]) -> list[tuple]:
     """(label, messages, p50, p90) for each label: rows for ``narration.print_table``."""
-    return [(label, len(values), f"{percentile(values, 50):.0f} ms", f"{percentile(values, 90):.0f} ms")
-            for label, values in latencies.items()]
+    return [
+        (label, len(values), f"{percentile(values, 50):.0f} ms", f"{percentile(values, 90):.0f} ms")
+        for label, values in latencies.items()
+    ]
 
 
 def cores_missing(context, real_time_partitions: int) -> str | None:
@@ -170,14 +199,21 @@ def cores_missing(context, real_time_partitions: int) -> str | None:
     master, needed = context.master, real_time_partitions + 1
     found = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", master.strip())
     if found is None:
-        cores, instead = context.defaultParallelism, f"on a cluster whose executors have {needed} cores or more"
+        cores, instead = (
+            context.defaultParallelism,
+            f"on a cluster whose executors have {needed} cores or more",
+        )
     else:
         cores = (os.cpu_count() or 1) if found[1] == "*" else int(found[1] or 1)
-        instead = (f"with --master 'local[{needed}]' or more (the default, local[*], takes every core), on a "
-                   f"machine with at least {needed} cores")
+        instead = (
+            f"with --master 'local[{needed}]' or more (the default, local[*], takes every core), on a "
+            f"machine with at least {needed} cores"
+        )
     if cores >= needed:
         return None
-    return (f"Skipped: real-time mode holds a core per Kafka partition for its whole batch, and the "
-            f"micro-batch query measured beside it needs one more: {needed} cores for this "
-            f"{real_time_partitions}-partition topic. This session has {cores} ({master}). Run the lesson "
-            f"{instead}.")
+    return (
+        f"Skipped: real-time mode holds a core per Kafka partition for its whole batch, and the "
+        f"micro-batch query measured beside it needs one more: {needed} cores for this "
+        f"{real_time_partitions}-partition topic. This session has {cores} ({master}). Run the lesson "
+        f"{instead}."
+    )

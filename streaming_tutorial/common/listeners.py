@@ -35,8 +35,21 @@ from pyspark.sql.streaming import StreamingQueryListener
 from . import paths
 from .narration import first_line, print_table
 
-GROWING_BATCHES = 3  # a consumer lag bigger than this many micro-batches ago, and still growing: flagged
-COLUMNS = ("query", "batch", "rows", "in/s", "done/s", "batch ms", "state rows", "watermark", "lag", "flags")
+GROWING_BATCHES = (
+    3  # a consumer lag bigger than this many micro-batches ago, and still growing: flagged
+)
+COLUMNS = (
+    "query",
+    "batch",
+    "rows",
+    "in/s",
+    "done/s",
+    "batch ms",
+    "state rows",
+    "watermark",
+    "lag",
+    "flags",
+)
 
 
 @dataclass(frozen=True)
@@ -70,7 +83,9 @@ def offsets(text_or_dict) -> dict[str, dict[str, int]]:
     return json.loads(text_or_dict) if isinstance(text_or_dict, str) else dict(text_or_dict)
 
 
-def batch_line(progress: dict, *, trigger_ms: int | None = None, lags_before: Sequence[int] = ()) -> BatchLine:
+def batch_line(
+    progress: dict, *, trigger_ms: int | None = None, lags_before: Sequence[int] = ()
+) -> BatchLine:
     """Parse one progress report (a dict, e.g. ``json.loads(event.progress.json)``) into a BatchLine.
 
     ``trigger_ms``: flag a batch that took longer than the trigger interval (the next one starts
@@ -101,22 +116,35 @@ def batch_line(progress: dict, *, trigger_ms: int | None = None, lags_before: Se
 def lag_growing(lags: Sequence[int], batches: int = GROWING_BATCHES) -> bool:
     """True when the lag keeps growing: it is bigger than ``batches`` micro-batches ago and grew in the
     last one (needs batches + 1 values). A producer's pace is uneven: one flat batch does not hide a trend."""
-    recent = list(lags)[-(batches + 1):]
+    recent = list(lags)[-(batches + 1) :]
     return len(recent) == batches + 1 and recent[0] < recent[-1] and recent[-2] < recent[-1]
 
 
 def format_line(line: BatchLine) -> tuple:
     """The cells of one table row (see COLUMNS)."""
-    mark = (line.watermark or "")[11:19] if line.watermark and not line.watermark.startswith("1970") else "-"
-    return (line.query, line.batch_id, line.rows, f"{line.input_per_second:.1f}", f"{line.processed_per_second:.1f}",
-            line.batch_ms, "-" if line.state_rows is None else line.state_rows, mark,
-            "-" if line.lag is None else line.lag, "; ".join(line.flags))
+    mark = (
+        (line.watermark or "")[11:19]
+        if line.watermark and not line.watermark.startswith("1970")
+        else "-"
+    )
+    return (
+        line.query,
+        line.batch_id,
+        line.rows,
+        f"{line.input_per_second:.1f}",
+        f"{line.processed_per_second:.1f}",
+        line.batch_ms,
+        "-" if line.state_rows is None else line.state_rows,
+        mark,
+        "-" if line.lag is None else line.lag,
+        "; ".join(line.flags),
+    )
 
 
 def format_columns(cells: tuple, widths: Sequence[int] = (12, 5, 5, 6, 7, 8, 10, 9, 5)) -> str:
     """One line of the live table: fixed widths, so lines printed one at a time line up."""
     fixed = "  ".join(str(cell).ljust(width) for cell, width in zip(cells, widths))
-    return ("  " + fixed + "  " + "  ".join(str(cell) for cell in cells[len(widths):])).rstrip()
+    return ("  " + fixed + "  " + "  ".join(str(cell) for cell in cells[len(widths) :])).rstrip()
 
 
 @dataclass
@@ -136,8 +164,13 @@ class ProgressPrinter(StreamingQueryListener):
     The callbacks run on Spark's listener thread: they only parse, print and append.
     """
 
-    def __init__(self, *, trigger_ms: int | None = None, watch: set[str] | None = None,
-                 out: Callable[[str], None] = lambda text: print(text, flush=True)) -> None:
+    def __init__(
+        self,
+        *,
+        trigger_ms: int | None = None,
+        watch: set[str] | None = None,
+        out: Callable[[str], None] = lambda text: print(text, flush=True),
+    ) -> None:
         self.trigger_ms, self.watch, self.out = trigger_ms, watch, out
         self.names: dict[str, str] = {}  # query id -> name
         self.lines: list[BatchLine] = []
@@ -152,12 +185,19 @@ class ProgressPrinter(StreamingQueryListener):
         with self._changed:
             self.names[str(event.id)] = event.name or str(event.id)[:8]
         if self._shown(self.names[str(event.id)]):
-            self.out(f"[listener] onQueryStarted: {event.name} at {event.timestamp}\n" + format_columns(COLUMNS))
+            self.out(
+                f"[listener] onQueryStarted: {event.name} at {event.timestamp}\n"
+                + format_columns(COLUMNS)
+            )
 
     def onQueryProgress(self, event) -> None:
         progress = json.loads(event.progress.json)  # the report as Spark writes it: plain JSON
         with self._changed:
-            before = [line.lag for line in self.lines if line.query == progress.get("name") and line.lag is not None]
+            before = [
+                line.lag
+                for line in self.lines
+                if line.query == progress.get("name") and line.lag is not None
+            ]
             line = batch_line(progress, trigger_ms=self.trigger_ms, lags_before=before)
             self.lines.append(line)
             self._changed.notify_all()
@@ -170,7 +210,9 @@ class ProgressPrinter(StreamingQueryListener):
             self.idle.append((name, event.timestamp))
             self._changed.notify_all()
         if self._shown(name):
-            self.out(f"[listener] onQueryIdle: {name} found no new data (trigger at {event.timestamp})")
+            self.out(
+                f"[listener] onQueryIdle: {name} found no new data (trigger at {event.timestamp})"
+            )
 
     def onQueryTerminated(self, event) -> None:
         name = self.names.get(str(event.id), str(event.id)[:8])
@@ -178,7 +220,10 @@ class ProgressPrinter(StreamingQueryListener):
             self.terminated.append(Terminated(name, event.exception, event.errorClassOnException))
             self._changed.notify_all()
         if self._shown(name):
-            self.out(f"[listener] onQueryTerminated: {name}" + (" failed" if event.exception else " stopped"))
+            self.out(
+                f"[listener] onQueryTerminated: {name}"
+                + (" failed" if event.exception else " stopped")
+            )
 
     def wait_for(self, condition: Callable[[], object], timeout: float) -> bool:
         """Wait until ``condition()`` is true (checked whenever an event arrives), at most ``timeout`` s."""
@@ -194,12 +239,18 @@ class ProgressPrinter(StreamingQueryListener):
     def print_terminated(self, query: str, timeout: float = 30.0) -> None:
         """Print what onQueryTerminated received for ``query`` (waiting at most ``timeout`` s for it):
         the error's first line and its error class."""
-        if not self.wait_for(lambda: any(ended.query == query for ended in self.terminated), timeout):
-            print(f"onQueryTerminated for {query} has not arrived within {timeout:g} s.", flush=True)
+        if not self.wait_for(
+            lambda: any(ended.query == query for ended in self.terminated), timeout
+        ):
+            print(
+                f"onQueryTerminated for {query} has not arrived within {timeout:g} s.", flush=True
+            )
         for ended in (ended for ended in self.terminated if ended.query == query):
             error = first_line(ended.exception) if ended.exception else "None (stopped, not failed)"
-            print(f"onQueryTerminated received: exception {error}\n  errorClassOnException {ended.error_class}",
-                  flush=True)
+            print(
+                f"onQueryTerminated received: exception {error}\n  errorClassOnException {ended.error_class}",
+                flush=True,
+            )
 
     def batches_of(self, query: str) -> list[BatchLine]:
         with self._changed:
@@ -211,7 +262,9 @@ def print_lines(lines: Sequence[BatchLine]) -> None:
     print_table(COLUMNS, [format_line(line) for line in lines])
 
 
-def plot_progress(lines: Sequence[BatchLine], target: Path, *, title: str, trigger_ms: int | None = None) -> Path:
+def plot_progress(
+    lines: Sequence[BatchLine], target: Path, *, title: str, trigger_ms: int | None = None
+) -> Path:
     """Save a PNG of a run (900 x 700 pixels): batch duration against the trigger interval, input
     and processed rows per second, and the Kafka lag when there is one, per micro-batch."""
     import matplotlib
@@ -222,14 +275,26 @@ def plot_progress(lines: Sequence[BatchLine], target: Path, *, title: str, trigg
     has_lag = any(line.lag is not None for line in lines)
     figure, axes = plt.subplots(3 if has_lag else 2, 1, figsize=(9, 7), dpi=100, sharex=True)
     ids = [line.batch_id for line in lines]
-    slow = ["tab:red" if trigger_ms is not None and line.batch_ms > trigger_ms else "tab:blue" for line in lines]
+    slow = [
+        "tab:red" if trigger_ms is not None and line.batch_ms > trigger_ms else "tab:blue"
+        for line in lines
+    ]
     axes[0].bar(ids, [line.batch_ms for line in lines], color=slow)
     if trigger_ms is not None:
-        axes[0].axhline(trigger_ms, color="tab:orange", linestyle="dashed", label=f"trigger interval ({trigger_ms} ms)")
+        axes[0].axhline(
+            trigger_ms,
+            color="tab:orange",
+            linestyle="dashed",
+            label=f"trigger interval ({trigger_ms} ms)",
+        )
         axes[0].legend(loc="upper right", fontsize=8)
     axes[0].set_ylabel("batch duration (ms)")
-    axes[1].plot(ids, [line.input_per_second for line in lines], marker="o", label="input rows/s (arriving)")
-    axes[1].plot(ids, [line.processed_per_second for line in lines], marker="x", label="processed rows/s")
+    axes[1].plot(
+        ids, [line.input_per_second for line in lines], marker="o", label="input rows/s (arriving)"
+    )
+    axes[1].plot(
+        ids, [line.processed_per_second for line in lines], marker="x", label="processed rows/s"
+    )
     axes[1].set_ylabel("rows per second")
     axes[1].legend(loc="upper right", fontsize=8)
     if has_lag:
@@ -246,12 +311,21 @@ def plot_progress(lines: Sequence[BatchLine], target: Path, *, title: str, trigg
     return target
 
 
-def save_progress_picture(listener: ProgressPrinter, query: str, target: Path, trigger_ms: int | None = None) -> None:
+def save_progress_picture(
+    listener: ProgressPrinter, query: str, target: Path, trigger_ms: int | None = None
+) -> None:
     """Draw what ``listener`` recorded of ``query`` (``plot_progress``) and say where the PNG is."""
     lines = listener.batches_of(query)
     if not lines:
         print(f"No micro-batch of {query} ran: no picture this time.", flush=True)
         return
-    saved = plot_progress(lines, target, trigger_ms=trigger_ms,
-                          title=f"{query}: one point per micro-batch (from the listener)")
-    print(f"Saved {paths.display(saved)}: batch duration, rows per second and Kafka lag per micro-batch.", flush=True)
+    saved = plot_progress(
+        lines,
+        target,
+        trigger_ms=trigger_ms,
+        title=f"{query}: one point per micro-batch (from the listener)",
+    )
+    print(
+        f"Saved {paths.display(saved)}: batch duration, rows per second and Kafka lag per micro-batch.",
+        flush=True,
+    )

@@ -41,8 +41,10 @@ GAUGES = {
     "states_rowsTotal": "rows in state",
     "states_usedBytes": "state memory, bytes",
 }
-LINE = re.compile(r"^metrics_(?P<namespace>\w+?)_driver_spark_streaming_(?P<query>\w+)_"
-                  r"(?P<gauge>" + "|".join(GAUGES) + r")_Value\{[^}]*\} (?P<value>\S+)$")
+LINE = re.compile(
+    r"^metrics_(?P<namespace>\w+?)_driver_spark_streaming_(?P<query>\w+)_"
+    r"(?P<gauge>" + "|".join(GAUGES) + r")_Value\{[^}]*\} (?P<value>\S+)$"
+)
 
 
 def prometheus_conf(namespace: str) -> dict[str, str]:
@@ -94,7 +96,9 @@ def streaming_metrics(page: str, namespace: str | None = None) -> list[Streaming
     for line in page.splitlines():
         match = LINE.match(line.strip())
         if match and (namespace is None or match["namespace"] == namespace):
-            found.append(StreamingMetric(match["query"], match["gauge"], float(match["value"]), line.strip()))
+            found.append(
+                StreamingMetric(match["query"], match["gauge"], float(match["value"]), line.strip())
+            )
     return found
 
 
@@ -127,14 +131,20 @@ def print_streaming_metrics(snapshot: Snapshot, namespace: str, query: str) -> N
     """The gauges of ``query`` on the Prometheus page ``snapshot`` fetched, each with what it is."""
     found = streaming_metrics(snapshot.page, namespace)
     where = f"{snapshot.ui_url}{PROMETHEUS_PATH}" if snapshot.ui_url else PROMETHEUS_PATH
-    print(f"{where}, as last fetched while the query ran: {len(found)} streaming gauges"
-          + (f" (could not fetch it: {snapshot.error})" if snapshot.error else ""), flush=True)
+    print(
+        f"{where}, as last fetched while the query ran: {len(found)} streaming gauges"
+        + (f" (could not fetch it: {snapshot.error})" if snapshot.error else ""),
+        flush=True,
+    )
     for metric in (metric for metric in found if metric.query == query):
         print(f"  {metric.line}   <- {GAUGES[metric.gauge]}", flush=True)
 
 
 def print_history_server_hint(folder: Path) -> None:
     """Where the event logs are, and the command that shows them after the run."""
-    print(f"Event logs in {paths.display(folder)}. To see this run's Structured Streaming tab later:\n"
-          f"  {history_server_command(folder)}\n"
-          f"  then open http://localhost:{HISTORY_PORT} (Ctrl-C stops it).", flush=True)
+    print(
+        f"Event logs in {paths.display(folder)}. To see this run's Structured Streaming tab later:\n"
+        f"  {history_server_command(folder)}\n"
+        f"  then open http://localhost:{HISTORY_PORT} (Ctrl-C stops it).",
+        flush=True,
+    )

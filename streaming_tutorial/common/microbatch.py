@@ -54,7 +54,9 @@ def write_batches(folder: Path, batches: Sequence[Sequence[dict]]) -> Path:
 
 def stream_batches(spark, folder: Path, schema):
     """A streaming DataFrame over ``folder`` that reads one file per micro-batch."""
-    storage.require_local_input("This scenario", folder)  # Python writes its batches (write_batches)
+    storage.require_local_input(
+        "This scenario", folder
+    )  # Python writes its batches (write_batches)
     return spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).json(paths.uri(folder))
 
 
@@ -72,8 +74,13 @@ def collect_batches(
     for the small inputs this is meant for. Empty batches (no new data, but the
     watermark moved, so e.g. append-mode windows were finalised) are kept too.
     """
-    query, run = start_collecting(streaming_df, checkpoint, output_mode=output_mode, sort_key=sort_key,
-                                  trigger={"availableNow": True})
+    query, run = start_collecting(
+        streaming_df,
+        checkpoint,
+        output_mode=output_mode,
+        sort_key=sort_key,
+        trigger={"availableNow": True},
+    )
     try:
         finished = query.awaitTermination(timeout)
     finally:
@@ -84,8 +91,14 @@ def collect_batches(
     return finish_run(query, run)
 
 
-def start_collecting(streaming_df, checkpoint: Path, *, output_mode: str = "append",
-                     sort_key: Callable | None = None, trigger: dict | None = None) -> tuple:
+def start_collecting(
+    streaming_df,
+    checkpoint: Path,
+    *,
+    output_mode: str = "append",
+    sort_key: Callable | None = None,
+    trigger: dict | None = None,
+) -> tuple:
     """Start ``streaming_df`` into a foreachBatch sink that keeps each batch's rows: (query, Run).
 
     Without ``trigger`` the query runs a batch as soon as there is new input; drive it
@@ -98,10 +111,15 @@ def start_collecting(streaming_df, checkpoint: Path, *, output_mode: str = "appe
     def keep(batch_df, batch_id: int) -> None:
         rows = batch_df.collect()
         with lock:
-            run.batches.append(BatchResult(batch_id, sorted(rows, key=sort_key) if sort_key else rows))
+            run.batches.append(
+                BatchResult(batch_id, sorted(rows, key=sort_key) if sort_key else rows)
+            )
 
-    writer = streaming_df.writeStream.outputMode(output_mode).foreachBatch(keep).option(
-        "checkpointLocation", paths.uri(checkpoint))
+    writer = (
+        streaming_df.writeStream.outputMode(output_mode)
+        .foreachBatch(keep)
+        .option("checkpointLocation", paths.uri(checkpoint))
+    )
     if trigger:
         writer = writer.trigger(**trigger)
     return writer.start(), run

@@ -14,7 +14,9 @@ from typing import Callable
 WIDTH = 72
 MESSAGE_WIDTH = 160  # how much of Spark's first line a lesson shows
 SHOW_ROWS = 20  # rows of a micro-batch table_printer shows (Spark's own default)
-_ONE_TABLE_AT_A_TIME = threading.Lock()  # queries running at once print whole tables, not mixed lines
+_ONE_TABLE_AT_A_TIME = (
+    threading.Lock()
+)  # queries running at once print whole tables, not mixed lines
 
 
 def banner(title: str) -> None:
@@ -38,9 +40,14 @@ def first_line(error: BaseException | str, width: int = MESSAGE_WIDTH) -> str:
 
 def print_table(header: tuple, rows: list[tuple]) -> None:
     """A plain text table, left-aligned, in one print (so no other output cuts into it)."""
-    cells = [tuple(str(cell) for cell in header)] + [tuple(str(cell) for cell in row) for row in rows]
+    cells = [tuple(str(cell) for cell in header)] + [
+        tuple(str(cell) for cell in row) for row in rows
+    ]
     widths = [max(len(row[column]) for row in cells) for column in range(len(header))]
-    lines = ["  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in cells]
+    lines = [
+        "  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip()
+        for row in cells
+    ]
     print("\n".join(lines), flush=True)
 
 

@@ -64,7 +64,9 @@ def storage_roots(setting: str, home: Path) -> tuple[Path, str | None]:
     if scheme == "file":
         parts = urlsplit(setting)
         if parts.netloc not in ("", "localhost"):
-            raise ValueError(f"{STORAGE_FLAG} {setting}: a file: URI names no host (file:///shared/course)")
+            raise ValueError(
+                f"{STORAGE_FLAG} {setting}: a file: URI names no host (file:///shared/course)"
+            )
         # Not unquoted: Hadoop reads "file:///a%20b" as a folder named "a%20b" too.
         return Path(parts.path).resolve(), None
     return home, setting.rstrip("/")
@@ -139,9 +141,13 @@ def uri(path: Path) -> str:
 def _generated(path: Path) -> bool:
     """True for a path in data/, checkpoints/ or output/, except the reference data shipped with
     the course: it stays where the project is (copy it along if executors cannot see it)."""
+
     def under(root: Path) -> bool:
         return path == root or root in path.parents
-    return any(under(root) for root in (DATA_DIR, CHECKPOINT_DIR, OUTPUT_DIR)) and not under(REFERENCE_DIR)
+
+    return any(under(root) for root in (DATA_DIR, CHECKPOINT_DIR, OUTPUT_DIR)) and not under(
+        REFERENCE_DIR
+    )
 
 
 def is_remote(path: Path) -> bool:

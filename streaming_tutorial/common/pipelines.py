@@ -51,7 +51,9 @@ SPEC_NAME = "spark-pipeline.yml"
 # on loopback only. The client sends a token only over a channel it trusts: TLS, or one to "localhost".
 CONNECT_PLUGIN = "org.apache.spark.sql.connect.SparkConnectPlugin"
 CONNECT_ADDRESS, CONNECT_HOST = "127.0.0.1", "localhost"
-TOKEN_VARIABLE = "SPARK_CONNECT_AUTHENTICATE_TOKEN"  # where the client (and the command) read the token
+TOKEN_VARIABLE = (
+    "SPARK_CONNECT_AUTHENTICATE_TOKEN"  # where the client (and the command) read the token
+)
 STOP_WAIT_SECONDS = 10  # after Ctrl-C: how long the JVMs get to shut down before SIGKILL
 SAMPLE_SECONDS = 0.5  # how often the CPU time of the command's processes is read
 LOG_TAIL_LINES = 12
@@ -59,8 +61,15 @@ LOG_TAIL_LINES = 12
 EVENT_LINE = re.compile(r"^\d{4}-\d\d-\d\d (\d\d:\d\d:\d\d): (.*)$")
 FLOW_LINE = re.compile(r"^Flow (?:[\w`]+\.)*`?(\w+)`? (?:is|has) (\w+)")
 # Event lines not worth a learner's attention: the CLI's own steps before the run.
-QUIET_EVENTS = ("Loading pipeline spec", "Creating Spark session", "Creating dataflow graph",
-                "Registering graph elements", "Loading definitions", "Found ", "Starting run")
+QUIET_EVENTS = (
+    "Loading pipeline spec",
+    "Creating Spark session",
+    "Creating dataflow graph",
+    "Registering graph elements",
+    "Loading definitions",
+    "Found ",
+    "Starting run",
+)
 SHOWN_STATES = {"COMPLETED", "FAILED", "SKIPPED", "EXCLUDED", "STOPPED"}  # a flow's last word
 
 
@@ -71,8 +80,12 @@ class Pipeline:
     name: str
     home: Path  # what a run writes: the spec's copy, the warehouse, the metastore, the logs
     storage: Path  # the spec's storage: the checkpoints of the streaming tables
-    port: int = field(default_factory=lambda: free_port(CONNECT_ADDRESS))  # the Spark Connect endpoint's port
-    token: str = field(default_factory=lambda: uuid.uuid4().hex, repr=False)  # and the token it asks for
+    port: int = field(
+        default_factory=lambda: free_port(CONNECT_ADDRESS)
+    )  # the Spark Connect endpoint's port
+    token: str = field(
+        default_factory=lambda: uuid.uuid4().hex, repr=False
+    )  # and the token it asks for
     # The spec's configuration: Spark confs of the command's session, which definitions read with
     # spark.conf.get (the lesson's input folder, so the definitions name no folder of their own).
     configuration: dict[str, str] = field(default_factory=dict)
@@ -107,7 +120,9 @@ class Pipeline:
 class RunResult:
     action: str
     seconds: float
-    cpu_seconds: float | None  # CPU time of every process of the command (None where /proc is missing)
+    cpu_seconds: (
+        float | None
+    )  # CPU time of every process of the command (None where /proc is missing)
     processes: int  # how many processes it started (the Python client, its JVMs)
     jvms: int
     flows: dict[str, str] = field(default_factory=dict)  # flow -> its last state
@@ -126,33 +141,50 @@ def prepare(pipeline: Pipeline) -> None:
     shutil.copytree(pipeline.source, target, ignore=shutil.ignore_patterns("__pycache__"))
     spec = pipeline.spec.read_text(encoding="utf-8")
     # Remote storage as paths.uri gives it; a local folder as a URI with %-escapes, which the spec needs.
-    where = paths.uri(pipeline.storage) if paths.is_remote(pipeline.storage) else pipeline.storage.resolve().as_uri()
+    where = (
+        paths.uri(pipeline.storage)
+        if paths.is_remote(pipeline.storage)
+        else pipeline.storage.resolve().as_uri()
+    )
     storage = f"storage: {where}"
     spec = re.sub(r"(?m)^storage:.*$", storage, spec, count=1)
     if pipeline.configuration:  # a JSON string is a YAML string: quoted, whatever the path holds
-        spec += "configuration:\n" + "".join(f"  {json.dumps(key)}: {json.dumps(value)}\n"
-                                             for key, value in pipeline.configuration.items())
+        spec += "configuration:\n" + "".join(
+            f"  {json.dumps(key)}: {json.dumps(value)}\n"
+            for key, value in pipeline.configuration.items()
+        )
     pipeline.spec.write_text(spec, encoding="utf-8")
     pipeline.storage.mkdir(parents=True, exist_ok=True)
     if pipeline.conf_dir.exists():
-        shutil.rmtree(pipeline.conf_dir)  # an earlier version's spark-defaults.conf would reach the command
+        shutil.rmtree(
+            pipeline.conf_dir
+        )  # an earlier version's spark-defaults.conf would reach the command
     pipeline.conf_dir.mkdir(parents=True)
     # The command's own JVM (it runs no Spark, only the client's gateway): quiet, and cheap to start.
     # spark-class reads its options from this file; spark.driver.extraJavaOptions would not reach it.
-    (pipeline.conf_dir / "java-opts").write_text(" ".join(DRIVER_JAVA_OPTIONS) + "\n", encoding="utf-8")
+    (pipeline.conf_dir / "java-opts").write_text(
+        " ".join(DRIVER_JAVA_OPTIONS) + "\n", encoding="utf-8"
+    )
 
 
 def files_read(pipeline: Pipeline, table: str) -> set[str]:
     """The input files a streaming table's checkpoint (under the spec's storage) says it has read."""
-    return set().union(*(checkpoints.source_files(checkpoint)
-                         for checkpoint in checkpoints.query_checkpoints(pipeline.storage / "_checkpoints")
-                         if table in checkpoint.parts))
+    return set().union(
+        *(
+            checkpoints.source_files(checkpoint)
+            for checkpoint in checkpoints.query_checkpoints(pipeline.storage / "_checkpoints")
+            if table in checkpoint.parts
+        )
+    )
 
 
 def costs(*runs: RunResult) -> str:
     """What each command took: "dry-run 7 s (3 CPU-s, 1 JVM), run 12 s ..." (no CPU-s where /proc is missing)."""
-    return ", ".join(f"{run.action} {run.seconds:.0f} s" + (
-        f" ({run.cpu_seconds:.0f} CPU-s, {run.jvms} JVM)" if run.cpu_seconds else "") for run in runs)
+    return ", ".join(
+        f"{run.action} {run.seconds:.0f} s"
+        + (f" ({run.cpu_seconds:.0f} CPU-s, {run.jvms} JVM)" if run.cpu_seconds else "")
+        for run in runs
+    )
 
 
 def server_conf(pipeline: Pipeline) -> dict[str, str]:
@@ -192,17 +224,28 @@ def command(pipeline: Pipeline, action: str) -> list[str]:
 
 
 def environment(pipeline: Pipeline) -> dict[str, str]:
-    python_path = os.pathsep.join(filter(None, [str(paths.LESSONS_DIR), os.environ.get("PYTHONPATH")]))
-    return {**os.environ, "SPARK_CONF_DIR": str(pipeline.conf_dir.resolve()), "PYTHONPATH": python_path,
-            "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1", "TZ": "UTC",
-            "PYTHONUNBUFFERED": "1", TOKEN_VARIABLE: pipeline.token}
+    python_path = os.pathsep.join(
+        filter(None, [str(paths.LESSONS_DIR), os.environ.get("PYTHONPATH")])
+    )
+    return {
+        **os.environ,
+        "SPARK_CONF_DIR": str(pipeline.conf_dir.resolve()),
+        "PYTHONPATH": python_path,
+        "PYSPARK_PYTHON": sys.executable,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "TZ": "UTC",
+        "PYTHONUNBUFFERED": "1",
+        TOKEN_VARIABLE: pipeline.token,
+    }
 
 
 def shell_line(pipeline: Pipeline, action: str) -> str:
     """The same command as one line for a terminal, with the variables it needs (the token not shown)."""
     home = paths.display(pipeline.home)
-    return (f"SPARK_CONF_DIR={home}/conf PYTHONPATH=streaming_tutorial {TOKEN_VARIABLE}=... "
-            f".venv/bin/spark-pipelines {action} --spec {home}/pipeline/{SPEC_NAME} --remote {pipeline.remote}")
+    return (
+        f"SPARK_CONF_DIR={home}/conf PYTHONPATH=streaming_tutorial {TOKEN_VARIABLE}=... "
+        f".venv/bin/spark-pipelines {action} --spec {home}/pipeline/{SPEC_NAME} --remote {pipeline.remote}"
+    )
 
 
 def run(pipeline: Pipeline, action: str, show: Callable[[str], None] = print) -> RunResult:
@@ -215,9 +258,15 @@ def run(pipeline: Pipeline, action: str, show: Callable[[str], None] = print) ->
     started = time.monotonic()
     flows: dict[str, str] = {}
     with open(log, "w", encoding="utf-8") as handle:
-        process = subprocess.Popen(command(pipeline, action), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, env=environment(pipeline), text=True,
-                                   start_new_session=True)  # its own group: Ctrl-C here stops all of it
+        process = subprocess.Popen(
+            command(pipeline, action),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=environment(pipeline),
+            text=True,
+            start_new_session=True,
+        )  # its own group: Ctrl-C here stops all of it
         meter = CpuMeter(process.pid)
         try:
             for line in process.stdout:
@@ -231,8 +280,15 @@ def run(pipeline: Pipeline, action: str, show: Callable[[str], None] = print) ->
             raise
         finally:
             meter.stop()
-    result = RunResult(action, time.monotonic() - started, meter.cpu_seconds(), len(meter.seen), meter.jvms(), flows,
-                       log)
+    result = RunResult(
+        action,
+        time.monotonic() - started,
+        meter.cpu_seconds(),
+        len(meter.seen),
+        meter.jvms(),
+        flows,
+        log,
+    )
     if process.returncode != 0:
         raise PipelineError(failure_advice(log.read_text(encoding="utf-8", errors="replace"), log))
     return result
@@ -252,7 +308,9 @@ def event_to_show(line: str, flows: dict[str, str]) -> str | None:
         flows[name] = state
         if state not in SHOWN_STATES:
             return None
-        return f"  {clock}  {name}: {state.lower()}" + (message[flow.end():].rstrip(".") if state == "FAILED" else "")
+        return f"  {clock}  {name}: {state.lower()}" + (
+            message[flow.end() :].rstrip(".") if state == "FAILED" else ""
+        )
     if message.startswith("Importing ") or message.startswith("Registering SQL file "):
         return f"  {clock}  read {Path(message.split(' ', 2)[-1].rstrip('.')).name}"
     return f"  {clock}  {message}"
@@ -297,7 +355,10 @@ class CpuMeter:
             for stat in group_stats(self.pgid):
                 pid = str(stat.pid)
                 self.seen[pid] = max(self.seen.get(pid, 0), stat.cpu_ticks)
-                if self.names.get(pid) not in (stat.name, "launcher"):  # new, or it exec'd another program
+                if self.names.get(pid) not in (
+                    stat.name,
+                    "launcher",
+                ):  # new, or it exec'd another program
                     self.names[pid] = self._what(stat.path, stat.name)
             if self._done.wait(SAMPLE_SECONDS):
                 return
@@ -327,28 +388,44 @@ class CpuMeter:
 
 # What a failure's output says -> what to do. The first match wins; the command's own words follow.
 KNOWN_FAILURES = (
-    ("No module named 'yaml'",
-     "spark-pipelines needs the [pipelines] extra of pyspark (pyyaml and the Spark Connect client). "
-     "Install the course's requirements: pip install -r requirements.txt"),
-    ("LOCATION_ALREADY_EXISTS",
-     "A table's folder exists but the catalog does not know the table: a second run without the Hive "
-     "catalog, or a metastore that was deleted while the warehouse stayed. Run the lesson with --reset."),
-    ("failed to connect to all addresses",
-     "spark-pipelines could not reach the Spark Connect endpoint given to --remote: the session that serves it "
-     "has stopped, or it was started without the Spark Connect plugin (common/pipelines.py: server_conf)."),
-    ("JAVA_GATEWAY_EXITED",
-     "spark-pipelines could not start its JVM. Run 'python streaming_tutorial/00_setup_environment.py' "
-     "to check Java and pyspark."),
-    ("Traceback (most recent call last)",
-     "A Python error: in one of the pipeline's files (its name is in the traceback) or in the command itself."),
+    (
+        "No module named 'yaml'",
+        "spark-pipelines needs the [pipelines] extra of pyspark (pyyaml and the Spark Connect client). "
+        "Install the course's requirements: pip install -r requirements.txt",
+    ),
+    (
+        "LOCATION_ALREADY_EXISTS",
+        "A table's folder exists but the catalog does not know the table: a second run without the Hive "
+        "catalog, or a metastore that was deleted while the warehouse stayed. Run the lesson with --reset.",
+    ),
+    (
+        "failed to connect to all addresses",
+        "spark-pipelines could not reach the Spark Connect endpoint given to --remote: the session that serves it "
+        "has stopped, or it was started without the Spark Connect plugin (common/pipelines.py: server_conf).",
+    ),
+    (
+        "JAVA_GATEWAY_EXITED",
+        "spark-pipelines could not start its JVM. Run 'python streaming_tutorial/00_setup_environment.py' "
+        "to check Java and pyspark.",
+    ),
+    (
+        "Traceback (most recent call last)",
+        "A Python error: in one of the pipeline's files (its name is in the traceback) or in the command itself.",
+    ),
 )
 ERROR_CLASS = re.compile(r"\[([A-Z][A-Z0-9_]+(?:\.[A-Z0-9_]+)*)\][^\n]*")
 
 
 def failure_advice(output: str, log: Path) -> str:
     """One paragraph for a failed run: the known cause if any, the error line, and where the whole log is."""
-    advice = next((text for marker, text in KNOWN_FAILURES if marker in output), "spark-pipelines failed.")
+    advice = next(
+        (text for marker, text in KNOWN_FAILURES if marker in output), "spark-pipelines failed."
+    )
     error = ERROR_CLASS.search(output)
-    lines = [line for line in output.splitlines() if line.strip() and not line.startswith(("\tat ", "        at "))]
+    lines = [
+        line
+        for line in output.splitlines()
+        if line.strip() and not line.startswith(("\tat ", "        at "))
+    ]
     said = error.group(0)[:300] if error else "\n".join(lines[-LOG_TAIL_LINES:])
     return f"{advice}\nspark-pipelines said:\n  {said}\nIts whole output: {paths.display(log)}"

@@ -46,10 +46,15 @@ def group_stats(pgid: int) -> Iterator[ProcessStat]:
         except OSError:  # ended meanwhile
             continue
         # "pid (name) state ppid pgrp ...": the name may hold spaces and parentheses, so split after the last ")".
-        fields = stat[stat.rindex(")") + 2:].split()
+        fields = stat[stat.rindex(")") + 2 :].split()
         if fields[0] != "Z" and int(fields[2]) == pgid:  # utime and stime: fields 14 and 15 of stat
-            yield ProcessStat(int(entry.name), stat[stat.index("(") + 1:stat.rindex(")")], fields[0], pgid,
-                              int(fields[11]) + int(fields[12]))
+            yield ProcessStat(
+                int(entry.name),
+                stat[stat.index("(") + 1 : stat.rindex(")")],
+                fields[0],
+                pgid,
+                int(fields[11]) + int(fields[12]),
+            )
 
 
 def group_members(pgid: int) -> list[int]:

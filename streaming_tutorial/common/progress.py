@@ -34,10 +34,16 @@ def read_in_batches(progress: Sequence[dict], unit: str = "rows") -> str:
 def state_totals(progress: Sequence[dict]) -> tuple[int, int, int] | None:
     """(micro-batches run, rows the state store keeps after the last, rows removed over all of
     them) for a query with one stateful operator; None if no batch ran."""
-    operators = [batch["stateOperators"][0] for batch in batches_run(progress) if batch.get("stateOperators")]
+    operators = [
+        batch["stateOperators"][0] for batch in batches_run(progress) if batch.get("stateOperators")
+    ]
     if not operators:
         return None
-    return len(operators), operators[-1]["numRowsTotal"], sum(op["numRowsRemoved"] for op in operators)
+    return (
+        len(operators),
+        operators[-1]["numRowsTotal"],
+        sum(op["numRowsRemoved"] for op in operators),
+    )
 
 
 def seconds_between_batches(progress: Sequence[dict]) -> float | None:
@@ -53,5 +59,8 @@ def describe_batches(progress: Sequence[dict]) -> tuple[int, str, str]:
     the next as '2.0 s' or '-'): what a trigger did, as cells of a table."""
     batches = batches_run(progress)
     every = seconds_between_batches(batches)
-    return (len(batches), "+".join(str(batch["numInputRows"]) for batch in batches) or "-",
-            f"{every:.1f} s" if every is not None else "-")
+    return (
+        len(batches),
+        "+".join(str(batch["numInputRows"]) for batch in batches) or "-",
+        f"{every:.1f} s" if every is not None else "-",
+    )

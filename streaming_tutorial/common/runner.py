@@ -44,11 +44,15 @@ from .errors import explain
 from .narration import WIDTH, banner, say  # noqa: F401  (lessons import the narration from here too)
 
 POLL_SECONDS = 0.5  # how often the run loop looks at its queries
-EVERY_SECONDS = 3.0  # default pace of a lesson's ``every`` callback (e.g. a SQL look at a memory table)
+EVERY_SECONDS = (
+    3.0  # default pace of a lesson's ``every`` callback (e.g. a SQL look at a memory table)
+)
 FIRST_BATCH_GRACE_SECONDS = 60  # extra time for a first micro-batch on a cold JVM
 AVAILABLE_NOW_TIMEOUT = 600  # an availableNow query still running after this long is stuck
 STOP_WAIT_SECONDS = 10  # how long a stop waits for a running micro-batch to finish
-MIN_WAIT_SECONDS = 0.01  # awaitTermination takes whole ms and refuses 0 ("Timeout has to be positive")
+MIN_WAIT_SECONDS = (
+    0.01  # awaitTermination takes whole ms and refuses 0 ("Timeout has to be positive")
+)
 
 
 def checkpoint_root(lesson: str, args) -> Path:
@@ -100,8 +104,16 @@ def lesson_session(lesson: str, args, **spark_options) -> Iterator:
     print(checkpoints.describe(checkpoint_root(lesson, args)), flush=True)
     # A folder Spark cannot write fails the first micro-batch after the JVM start: say so before it.
     # (Remote storage is out of Python's reach: Spark's own error says it, if it comes to that.)
-    require_writable({what: folder for what, folder in {"checkpoint folder": checkpoint_root(lesson, args),
-                      "output folder": paths.output_for(lesson)}.items() if not paths.is_remote(folder)})
+    require_writable(
+        {
+            what: folder
+            for what, folder in {
+                "checkpoint folder": checkpoint_root(lesson, args),
+                "output folder": paths.output_for(lesson),
+            }.items()
+            if not paths.is_remote(folder)
+        }
+    )
     spark = get_spark(lesson, master=getattr(args, "master", None), **spark_options)
     if reset and paths.REMOTE_ROOT:
         reset_lesson(lesson, args, spark)
@@ -156,8 +168,12 @@ def run_queries(
                     break
                 if now >= deadline:
                     if available_now:
-                        raise TimeoutError(f"availableNow queries still running after {AVAILABLE_NOW_TIMEOUT} s")
-                    if not (first_batch_running(active) and now < deadline + FIRST_BATCH_GRACE_SECONDS):
+                        raise TimeoutError(
+                            f"availableNow queries still running after {AVAILABLE_NOW_TIMEOUT} s"
+                        )
+                    if not (
+                        first_batch_running(active) and now < deadline + FIRST_BATCH_GRACE_SECONDS
+                    ):
                         break
         finally:
             for query in queries:
@@ -174,7 +190,9 @@ def finish(queries: Sequence, timeout: float = AVAILABLE_NOW_TIMEOUT) -> None:
                 while not query.awaitTermination(POLL_SECONDS):
                     check_ctrl_c()
                     if time.monotonic() >= deadline:
-                        raise TimeoutError(f"query {query.name} did not finish its input within {timeout} s")
+                        raise TimeoutError(
+                            f"query {query.name} did not finish its input within {timeout} s"
+                        )
         finally:
             for query in queries:
                 stop_between_batches(query)
@@ -253,9 +271,15 @@ def drain_in_background(queries: Sequence) -> threading.Thread:
     return drainer
 
 
-def wait_until(ready: Callable[[], bool], what: str, timeout: float, *,
-               failed: Callable[[], str | None] = lambda: None,
-               error: type[Exception] = TimeoutError, poll: float = 0.1) -> None:
+def wait_until(
+    ready: Callable[[], bool],
+    what: str,
+    timeout: float,
+    *,
+    failed: Callable[[], str | None] = lambda: None,
+    error: type[Exception] = TimeoutError,
+    poll: float = 0.1,
+) -> None:
     """Poll until ``ready()``. Raise ``error`` naming ``what`` after ``timeout`` seconds, or with
     ``failed()``'s reason as soon as it gives one (why ``ready()`` never will be true)."""
     deadline = time.monotonic() + timeout
@@ -294,7 +318,9 @@ def stop_between_batches(query, wait: float = STOP_WAIT_SECONDS) -> None:
 def is_real_time(query) -> bool:
     """True for a query started with ``trigger(realTime=...)`` (Spark 4.1+)."""
     try:
-        trigger = query._jsq.streamingQuery().trigger()  # the JVM query's Trigger; no Python API says it
+        trigger = (
+            query._jsq.streamingQuery().trigger()
+        )  # the JVM query's Trigger; no Python API says it
     except Exception:  # Spark Connect, or a query object without a JVM side
         return False
     return trigger.getClass().getSimpleName() == "RealTimeTrigger"
@@ -322,8 +348,11 @@ def drain(queries: Sequence, timeout: float = AVAILABLE_NOW_TIMEOUT) -> None:
 
 
 # Java exceptions that mean "this thread was interrupted": what a stopped query's jobs raise.
-INTERRUPTIONS = ("java.lang.InterruptedException", "java.io.InterruptedIOException",
-                 "java.nio.channels.ClosedByInterruptException")
+INTERRUPTIONS = (
+    "java.lang.InterruptedException",
+    "java.io.InterruptedIOException",
+    "java.nio.channels.ClosedByInterruptException",
+)
 
 
 def foreach_batch(handler: Callable) -> Callable:
@@ -359,8 +388,10 @@ class _HidePy4JInterruptTraceback(logging.Filter):
         message = record.getMessage()
         if message.startswith("KeyboardInterrupt while sending command"):
             return False
-        return not (message.startswith("Exception occurred while shutting down connection")
-                    and _during_ctrl_c(record.exc_info[1] if record.exc_info else None))
+        return not (
+            message.startswith("Exception occurred while shutting down connection")
+            and _during_ctrl_c(record.exc_info[1] if record.exc_info else None)
+        )
 
 
 def _during_ctrl_c(error: BaseException | None) -> bool:
@@ -372,15 +403,22 @@ def _during_ctrl_c(error: BaseException | None) -> bool:
     return False
 
 
-def run_lesson(main: Callable[[list[str] | None], int | None], argv: list[str] | None = None) -> None:
+def run_lesson(
+    main: Callable[[list[str] | None], int | None], argv: list[str] | None = None
+) -> None:
     """Run a lesson's main(): exit 0 when it ends, 130 on Ctrl-C, 1 with advice on a known failure."""
     hide = _HidePy4JInterruptTraceback()
     logging.getLogger().addFilter(hide)  # py4j's logging.exception(...) goes to the root logger
-    logging.getLogger("py4j.clientserver").addFilter(hide)  # a logger's filters see only its own records
+    logging.getLogger("py4j.clientserver").addFilter(
+        hide
+    )  # a logger's filters see only its own records
     try:
         code = main(argv) or 0
     except KeyboardInterrupt:
-        print("\nStopped with Ctrl-C: queries and Spark shut down; checkpoints are kept.", file=sys.stderr)
+        print(
+            "\nStopped with Ctrl-C: queries and Spark shut down; checkpoints are kept.",
+            file=sys.stderr,
+        )
         code = 130
     except Exception as error:
         advice = explain(error)

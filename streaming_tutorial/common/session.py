@@ -34,7 +34,9 @@ EXECUTOR_WAIT_SECONDS = 60.0
 CHECKPOINT_MANAGER_CONF = "spark.sql.streaming.checkpointFileManagerClass"
 _CHECKPOINTING = "org.apache.spark.sql.execution.streaming.checkpointing"
 FILE_SYSTEM_CHECKPOINTS = f"{_CHECKPOINTING}.FileSystemBasedCheckpointFileManager"  # the course's
-FILE_CONTEXT_CHECKPOINTS = f"{_CHECKPOINTING}.FileContextBasedCheckpointFileManager"  # Spark's default
+FILE_CONTEXT_CHECKPOINTS = (
+    f"{_CHECKPOINTING}.FileContextBasedCheckpointFileManager"  # Spark's default
+)
 # The JVM's logging: real warnings on stderr, known-harmless ones silenced (see the file).
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 DRIVER_JAVA_OPTIONS = (
@@ -205,7 +207,8 @@ def get_spark(
         # stateful micro-batch: ~10 s instead of ~0.4 s on a 2-core laptop. One per core.
         # (On a cluster the executors' cores count: set once they are known, below.)
         builder = builder.config("spark.sql.shuffle.partitions", str(cores)).config(
-            "spark.default.parallelism", str(cores))
+            "spark.default.parallelism", str(cores)
+        )
     if here:
         builder = builder.config("spark.driver.host", "127.0.0.1")
     extra_conf = dict(extra_conf or {})
@@ -214,22 +217,31 @@ def get_spark(
         # (give spark-submit --driver-java-options instead).
         archive_options, pending_archive = class_archive.java_options()
         # A lesson's own JVM options (extra_conf) come after the course's, not instead of them.
-        java_options = [*DRIVER_JAVA_OPTIONS, *archive_options, extra_conf.pop("spark.driver.extraJavaOptions", "")]
-        builder = builder.config("spark.driver.extraJavaOptions", " ".join(filter(None, java_options)))
+        java_options = [
+            *DRIVER_JAVA_OPTIONS,
+            *archive_options,
+            extra_conf.pop("spark.driver.extraJavaOptions", ""),
+        ]
+        builder = builder.config(
+            "spark.driver.extraJavaOptions", " ".join(filter(None, java_options))
+        )
     else:
         pending_archive = None
     if not local:
         # Executors are JVMs of their own on the workers: the same JIT/GC choices, and the same
         # quiet logging where they can read its file (a worker on this machine).
-        executor_options = [option for option in DRIVER_JAVA_OPTIONS
-                            if here or not option.startswith("-Dlog4j2.")]
+        executor_options = [
+            option for option in DRIVER_JAVA_OPTIONS if here or not option.startswith("-Dlog4j2.")
+        ]
         builder = builder.config("spark.executor.extraJavaOptions", " ".join(executor_options))
     packages = []
     if delta:
         packages.append(delta_package())
         builder = builder.config(
             "spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension"
-        ).config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+        ).config(
+            "spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+        )
         if local:
             # Delta rebuilds a table's snapshot from its log in 50 tasks by default: on a
             # 2-core laptop that made every streaming commit several times slower.
@@ -261,12 +273,17 @@ def get_spark(
         raise CourseError(_startup_advice(error, packages or delta)) from error
     spark.sparkContext.setLogLevel("WARN")
     if pending_archive is not None:
-        class_archive.record_writer(pending_archive, spark._jvm.java.lang.ProcessHandle.current().pid())
+        class_archive.record_writer(
+            pending_archive, spark._jvm.java.lang.ProcessHandle.current().pid()
+        )
     if packages and not jars and submitted is None:
         remember_jars(packages, spark.sparkContext.getConf().get("spark.jars", ""))
     if not local:
         ship_course_code(spark)
-        explicit = "spark.sql.shuffle.partitions" in extra_conf or "spark.sql.shuffle.partitions" in (submitted or {})
+        explicit = (
+            "spark.sql.shuffle.partitions" in extra_conf
+            or "spark.sql.shuffle.partitions" in (submitted or {})
+        )
         if not explicit:
             match_cluster_cores(spark, delta=delta)
     return spark
@@ -355,7 +372,9 @@ def remember_jars(packages: Sequence[str], spark_jars: str) -> None:
 
 def _startup_advice(error: Exception, wanted_packages: bool) -> str:
     text = str(error)
-    if wanted_packages and ("resolve" in text.lower() or "ivy" in text.lower() or "JAVA_GATEWAY" in text):
+    if wanted_packages and (
+        "resolve" in text.lower() or "ivy" in text.lower() or "JAVA_GATEWAY" in text
+    ):
         return (
             "Spark could not start because it could not download its connector jars (Kafka, "
             "Delta Lake or the SQLite driver) from Maven Central. The first run needs network "

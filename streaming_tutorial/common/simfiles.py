@@ -35,7 +35,9 @@ class SimFile(NamedTuple):
     note: str = ""  # what its progress line says about it: "wrote <path> (<note>)"
 
 
-def write_files_paced(folder: Path, batches: Iterable[Sequence[SimFile]], interval: float) -> list[Path]:
+def write_files_paced(
+    folder: Path, batches: Iterable[Sequence[SimFile]], interval: float
+) -> list[Path]:
     """Write every batch's files into ``folder`` in order, pausing ``interval`` seconds between batches.
 
     A batch is what one step of a simulator drops at once: usually one file; lesson 09's
@@ -57,9 +59,13 @@ def write_files_paced(folder: Path, batches: Iterable[Sequence[SimFile]], interv
     return written
 
 
-def run_file_simulator(name: str, folder: Path, batches: Iterable[Sequence[SimFile]], interval: float) -> int:
+def run_file_simulator(
+    name: str, folder: Path, batches: Iterable[Sequence[SimFile]], interval: float
+) -> int:
     """A file simulator's whole run, as its ``main()`` returns it: 0 when done or stopped by a lesson, 130 on Ctrl-C."""
-    return run_simulator(name, lambda: write_files_paced(folder, batches, interval), stopped=FILES_COMPLETE)
+    return run_simulator(
+        name, lambda: write_files_paced(folder, batches, interval), stopped=FILES_COMPLETE
+    )
 
 
 def continue_after(folder: Path, file_pattern: re.Pattern) -> tuple[int, int]:

@@ -30,7 +30,9 @@ from . import paths, storage
 from .errors import CourseError
 
 STOP_TIMEOUT_SECONDS = 5
-SERVER_START_SECONDS = 15  # how long a server simulator may take to listen (or the learner, to start it)
+SERVER_START_SECONDS = (
+    15  # how long a server simulator may take to listen (or the learner, to start it)
+)
 PORT_POLL_SECONDS = 0.2
 EXIT_CTRL_C = 130  # what a shell reports for a program stopped by Ctrl-C (128 + SIGINT)
 # The simulators that write files, and where: on remote storage Spark reads that folder elsewhere.
@@ -115,7 +117,9 @@ def pause(seconds: float) -> bool:
     stop during a 60 s pause then stops a minute late). Here the signal also writes a byte
     to a pipe (``signal.set_wakeup_fd``), which the wait sees however early it came.
     """
-    if threading.current_thread() is not threading.main_thread():  # only the main thread gets signals
+    if (
+        threading.current_thread() is not threading.main_thread()
+    ):  # only the main thread gets signals
         time.sleep(seconds)
         return False
     read_end, write_end = os.pipe()
@@ -180,7 +184,9 @@ def stop_process(process: subprocess.Popen) -> None:
 class Simulator:
     """The lesson's view of its simulator: started here, running elsewhere, or none."""
 
-    def __init__(self, name: str, process: subprocess.Popen | None = None, *, external: bool = False) -> None:
+    def __init__(
+        self, name: str, process: subprocess.Popen | None = None, *, external: bool = False
+    ) -> None:
         self.name, self.process, self.external = name, process, external
 
     def done(self) -> bool:
@@ -207,7 +213,12 @@ def should_watch(name: str, folder: Path, args) -> bool:
 
 @contextmanager
 def simulator_for_lesson(
-    name: str, script: str, args: Sequence[str], *, enabled: bool = True, already_running: bool | None = None
+    name: str,
+    script: str,
+    args: Sequence[str],
+    *,
+    enabled: bool = True,
+    already_running: bool | None = None,
 ) -> Iterator[Simulator]:
     """Run the lesson's simulator for the duration of the ``with`` block, unless it already runs.
 
@@ -216,9 +227,17 @@ def simulator_for_lesson(
     """
     running = is_running(name) if already_running is None else already_running
     command = f"python data_generators/{script} {' '.join(args)}".strip()
-    if script in FILE_SIMULATORS and (enabled or running):  # --no-simulator: the learner brings the input
-        folder = Path(args[args.index("--output-dir") + 1]) if "--output-dir" in args else FILE_SIMULATORS[script]
-        storage.require_local_input(f"The {name} simulator", folder, advice=storage.simulator_advice(folder))
+    if script in FILE_SIMULATORS and (
+        enabled or running
+    ):  # --no-simulator: the learner brings the input
+        folder = (
+            Path(args[args.index("--output-dir") + 1])
+            if "--output-dir" in args
+            else FILE_SIMULATORS[script]
+        )
+        storage.require_local_input(
+            f"The {name} simulator", folder, advice=storage.simulator_advice(folder)
+        )
     if running:
         print(f"Using the {name} simulator that is already running.", flush=True)
         yield Simulator(name, external=True)
@@ -250,7 +269,11 @@ class FileInput:
     def trigger(self, interval: str) -> dict:
         """Watching: a micro-batch every ``interval``. Otherwise, or with --available-now: read
         the files there now, then stop."""
-        return {"processingTime": interval} if self.watching and not self.available_now else {"availableNow": True}
+        return (
+            {"processingTime": interval}
+            if self.watching and not self.available_now
+            else {"availableNow": True}
+        )
 
     def done(self) -> bool:
         """For ``run_queries(until=...)``: True once the simulator has finished writing."""
@@ -276,7 +299,9 @@ def file_input_for_lesson(
         yield FileInput(watching=True, simulator=simulator, available_now=available_now)
 
 
-def wait_for_port(host: str, port: int, timeout: float, *, stop_if: Callable[[], bool] = lambda: False) -> bool:
+def wait_for_port(
+    host: str, port: int, timeout: float, *, stop_if: Callable[[], bool] = lambda: False
+) -> bool:
     """Wait until something accepts connections on host:port (True), or say it did not (False):
     after ``timeout`` seconds, or as soon as ``stop_if()`` is true (e.g. the server process ended)."""
     deadline = time.monotonic() + timeout
@@ -306,8 +331,12 @@ def server_for_lesson(
         yield Simulator(name)
         return
     args = [*args, "--host", host, "--port", str(port)]
-    with simulator_for_lesson(name, script, args, enabled=enabled, already_running=listening) as server:
-        if not listening and not wait_for_port(host, port, SERVER_START_SECONDS, stop_if=server.done):
+    with simulator_for_lesson(
+        name, script, args, enabled=enabled, already_running=listening
+    ) as server:
+        if not listening and not wait_for_port(
+            host, port, SERVER_START_SECONDS, stop_if=server.done
+        ):
             raise CourseError(server_advice(name, script, host, port, server))
         yield server
 
@@ -323,9 +352,13 @@ def foreign_listener_note(script: str, host: str, port: int) -> str:
 def server_advice(name: str, script: str, host: str, port: int, server: Simulator) -> str:
     if server.process is not None and server.done():
         log = log_file(name)
-        said = log.read_text(encoding="utf-8", errors="replace").strip()[-500:] if log.exists() else ""
-        return (f"The {name} server stopped at once (exit code {server.process.returncode}), so nothing listens "
-                f"on {host}:{port}. Its log {paths.display(log)} ends with: {said or '(nothing)'}")
+        said = (
+            log.read_text(encoding="utf-8", errors="replace").strip()[-500:] if log.exists() else ""
+        )
+        return (
+            f"The {name} server stopped at once (exit code {server.process.returncode}), so nothing listens "
+            f"on {host}:{port}. Its log {paths.display(log)} ends with: {said or '(nothing)'}"
+        )
     return (
         f"Nothing accepts connections on {host}:{port}, so the lesson cannot read from it. Start the server in "
         f"a second terminal with 'python data_generators/{script} --port {port}', then run the lesson again; or "

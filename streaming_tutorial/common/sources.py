@@ -23,9 +23,23 @@ from typing import Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import (BooleanType, ByteType, DateType, DecimalType, DoubleType, FloatType,
-                               IntegerType, IntegralType, LongType, ShortType, StringType, StructField, StructType,
-                               TimestampNTZType, TimestampType)
+from pyspark.sql.types import (
+    BooleanType,
+    ByteType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    IntegralType,
+    LongType,
+    ShortType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
 
 from . import kafka, paths, storage
 from .schemas import PRODUCT_SCHEMA
@@ -38,13 +52,24 @@ BYTE_ORDER_MARK = "\ufeff"  # U+FEFF: some editors write it at the start of a UT
 # check that a line holds one object wraps it in [ ], one level more.
 MAX_JSON_DEPTH = 999
 # How a reason names the type a field should have had: "amount is not a number".
-TYPE_WORDS = {DoubleType: "a number", FloatType: "a number", DecimalType: "a number", IntegerType: "a whole number",
-              LongType: "a whole number", ShortType: "a whole number", ByteType: "a whole number",
-              TimestampType: "a date and time", TimestampNTZType: "a date and time", DateType: "a date",
-              BooleanType: "true or false"}
+TYPE_WORDS = {
+    DoubleType: "a number",
+    FloatType: "a number",
+    DecimalType: "a number",
+    IntegerType: "a whole number",
+    LongType: "a whole number",
+    ShortType: "a whole number",
+    ByteType: "a whole number",
+    TimestampType: "a date and time",
+    TimestampNTZType: "a date and time",
+    DateType: "a date",
+    BooleanType: "true or false",
+}
 TOO_DEEP = f"nested more than {MAX_JSON_DEPTH} levels deep"
 REASON_COLUMN = "quarantine_reason"
-QUARANTINE_SCHEMA = "reason STRING, raw_line STRING"  # what every quarantine holds (plus any kept columns)
+QUARANTINE_SCHEMA = (
+    "reason STRING, raw_line STRING"  # what every quarantine holds (plus any kept columns)
+)
 
 
 def read_json_lines(spark, folder: Path, *, max_files_per_trigger: int | None = None) -> DataFrame:
@@ -59,8 +84,14 @@ def read_json_lines(spark, folder: Path, *, max_files_per_trigger: int | None = 
     return reader.text(paths.uri(folder)).withColumn("source_file", F.col("_metadata.file_name"))
 
 
-def read_kafka(spark, bootstrap: str, topic: str, *, starting_offsets: str = "earliest",
-               max_offsets_per_trigger: int | None = None) -> DataFrame:
+def read_kafka(
+    spark,
+    bootstrap: str,
+    topic: str,
+    *,
+    starting_offsets: str = "earliest",
+    max_offsets_per_trigger: int | None = None,
+) -> DataFrame:
     """A topic as a stream: key, value (bytes), topic, partition, offset, timestamp."""
     reader = (
         spark.readStream.format("kafka")  # get_spark(kafka=True) put the connector on the classpath
@@ -87,8 +118,13 @@ def kafka_text(raw: DataFrame) -> DataFrame:
     )
 
 
-def parse_json(lines: DataFrame, schema: StructType, *, text: str = "value",
-               columns: Sequence[str] | None = None) -> DataFrame:
+def parse_json(
+    lines: DataFrame,
+    schema: StructType,
+    *,
+    text: str = "value",
+    columns: Sequence[str] | None = None,
+) -> DataFrame:
     """Add the record's fields (parsed from the ``text`` column) and its ``quarantine_reason``.
 
     The result keeps the input's ``columns`` (default: all of them). Naming them spares asking
@@ -134,7 +170,9 @@ def quarantine_reason(schema: StructType, text: str = "value") -> Column:
     # One JSON object: it starts with {, and [ + line + ] is an array of exactly one value. (A cut-off
     # line, plain text or a list fails; so does a second record or any text after the first, which
     # from_json would silently drop.)
-    one_object = json_text.rlike(r"^\s*\{") & (F.json_array_length(F.concat(F.lit("["), json_text, F.lit("]"))) == 1)
+    one_object = json_text.rlike(r"^\s*\{") & (
+        F.json_array_length(F.concat(F.lit("["), json_text, F.lit("]"))) == 1
+    )
     # Spark's JSON parser refuses a line nested deeper than MAX_JSON_DEPTH. Such a line holds more
     # than that many brackets; a cut-off or non-JSON line almost never does.
     brackets = F.length(line) - F.length(F.translate(line, "[{", ""))
@@ -142,16 +180,21 @@ def quarantine_reason(schema: StructType, text: str = "value") -> Column:
         F.when(line.isNull() | (F.trim(line) == ""), F.lit("empty line"))
         # Spark keeps the bytes of a line as they are; bad UTF-8 would reach the rows as U+FFFD.
         .when(~F.is_valid_utf8(line), F.lit("not valid UTF-8"))
-        .when(~one_object.eqNullSafe(True), F.when(brackets > MAX_JSON_DEPTH, F.lit(TOO_DEEP))
-              # json_object_keys reads the first JSON value only: an object there, then more.
-              .when(F.json_object_keys(json_text).isNotNull(), F.lit("text after the JSON object"))
-              .otherwise(F.lit("not a JSON object")))
+        .when(
+            ~one_object.eqNullSafe(True),
+            F.when(brackets > MAX_JSON_DEPTH, F.lit(TOO_DEEP))
+            # json_object_keys reads the first JSON value only: an object there, then more.
+            .when(F.json_object_keys(json_text).isNotNull(), F.lit("text after the JSON object"))
+            .otherwise(F.lit("not a JSON object")),
+        )
     )
     for field in schema.fields:
         for problem, why in field_problems(field):
             reason = reason.when(problem, F.lit(why))
     # Spark marked the record corrupt and no check above said why: still not usable.
-    return reason.when(F.col(f"{RECORD_COLUMN}.{CORRUPT_COLUMN}").isNotNull(), F.lit("a field has the wrong type"))
+    return reason.when(
+        F.col(f"{RECORD_COLUMN}.{CORRUPT_COLUMN}").isNotNull(), F.lit("a field has the wrong type")
+    )
 
 
 def field_problems(field: StructField) -> list[tuple[Column, str]]:
@@ -162,21 +205,31 @@ def field_problems(field: StructField) -> list[tuple[Column, str]]:
     problems = [] if field.nullable else [(absent, f"missing {name}")]
     wrong_type = value.isNull() & ~absent
     if isinstance(kind, IntegralType):
-        too_big = wrong_type & given.rlike(r"^\s*-?[0-9]+\s*$")  # a whole number, but more digits than the type holds
+        too_big = wrong_type & given.rlike(
+            r"^\s*-?[0-9]+\s*$"
+        )  # a whole number, but more digits than the type holds
         problems.append((too_big, f"{name} does not fit in {kind.simpleString()}"))
-    problems.append((wrong_type, f"{name} is not {TYPE_WORDS.get(type(kind), kind.simpleString())}"))
+    problems.append(
+        (wrong_type, f"{name} is not {TYPE_WORDS.get(type(kind), kind.simpleString())}")
+    )
     if isinstance(kind, (DoubleType, FloatType)):
         # 1e400 parses as Infinity, "NaN" as NaN: numbers no real amount or reading can be.
         infinite = F.isnan(value) | F.abs(value).eqNullSafe(F.lit(float("inf")))
         problems.append((infinite, f"{name} is not a finite number"))
     if "min" in field.metadata:
-        problems.append((value < F.lit(field.metadata["min"]), f"{name} below {field.metadata['min']}"))
+        problems.append(
+            (value < F.lit(field.metadata["min"]), f"{name} below {field.metadata['min']}")
+        )
     if "max" in field.metadata:
-        problems.append((value > F.lit(field.metadata["max"]), f"{name} above {field.metadata['max']}"))
+        problems.append(
+            (value > F.lit(field.metadata["max"]), f"{name} above {field.metadata['max']}")
+        )
     return problems
 
 
-def require_for(parsed: DataFrame, condition: Column, fields: Sequence[str], what: str) -> DataFrame:
+def require_for(
+    parsed: DataFrame, condition: Column, fields: Sequence[str], what: str
+) -> DataFrame:
     """Quarantine the records that match ``condition`` but lack one of ``fields``, with a reason.
 
     For fields the schema lets be null in general that one kind of record needs: a view may have
@@ -200,7 +253,8 @@ def valid_records(parsed: DataFrame, schema: StructType, *keep: str) -> DataFram
 def quarantined(parsed: DataFrame, *keep: str, text: str = "value") -> DataFrame:
     """The records that cannot be used, kept whole: the reason and the raw text, plus ``keep``."""
     return parsed.where(F.col(REASON_COLUMN).isNotNull()).select(
-        *keep, F.col(REASON_COLUMN).alias("reason"), F.col(text).alias("raw_line"))
+        *keep, F.col(REASON_COLUMN).alias("reason"), F.col(text).alias("raw_line")
+    )
 
 
 def start_quarantine(bad: DataFrame, folder: Path, checkpoint: Path, trigger: dict, *, name: str):
@@ -226,15 +280,22 @@ def quarantine_counts(spark, folder: Path) -> list[tuple[str, int]]:
         return []
     # The sink's _spark_metadata log lists the files of committed batches only.
     counts = spark.read.schema(QUARANTINE_SCHEMA).json(paths.uri(folder)).groupBy("reason").count()
-    return [(row.reason, row["count"]) for row in counts.orderBy(F.desc("count"), "reason").collect()]
+    return [
+        (row.reason, row["count"]) for row in counts.orderBy(F.desc("count"), "reason").collect()
+    ]
 
 
 def quarantine_summary(spark, folder: Path) -> str:
     """What a quarantine folder holds, for the learner: '2 (not a JSON object), 1 (missing event_id)' or 'none'."""
-    return ", ".join(f"{lines} ({reason})" for reason, lines in quarantine_counts(spark, folder)) or "none"
+    return (
+        ", ".join(f"{lines} ({reason})" for reason, lines in quarantine_counts(spark, folder))
+        or "none"
+    )
 
 
 def read_products(spark, csv: Path = paths.PRODUCTS_CSV) -> DataFrame:
     """The product catalogue, read in batch (a static DataFrame)."""
-    storage.require_local_input("The catalogue", csv.parent)  # a copy Python wrote (lesson 09) is local
+    storage.require_local_input(
+        "The catalogue", csv.parent
+    )  # a copy Python wrote (lesson 09) is local
     return spark.read.schema(PRODUCT_SCHEMA).option("header", True).csv(paths.uri(csv))

@@ -37,7 +37,9 @@ from .runner import finish
 from .schemas import CLICK_SCHEMA, IMPRESSION_SCHEMA, SENSOR_SCHEMA
 
 PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
-HDFS_PROVIDER = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"  # Spark's default
+HDFS_PROVIDER = (
+    "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"  # Spark's default
+)
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 # How state rows are encoded: 'unsaferow' (the default) or 'avro'; fixed at a checkpoint's first start.
@@ -79,16 +81,25 @@ def as_text(value) -> str:
 def text_rows(rows: Sequence, columns: Sequence[str]) -> list[tuple[str, ...]]:
     """``rows`` as tuples of ``as_text`` cells in the order of ``columns``, sorted by the first
     (the key); rows of one key keep Spark's order (a list state's elements, in list order)."""
-    return sorted((tuple(as_text(row[column]) for column in columns) for row in rows), key=lambda cells: cells[0])
+    return sorted(
+        (tuple(as_text(row[column]) for column in columns) for row in rows),
+        key=lambda cells: cells[0],
+    )
 
 
-def print_rows(title: str, df, columns: Sequence[str] | None = None, *, limit: int = MAX_ROWS) -> list[tuple]:
+def print_rows(
+    title: str, df, columns: Sequence[str] | None = None, *, limit: int = MAX_ROWS
+) -> list[tuple]:
     """Print a (small) batch DataFrame of state rows under ``title``; returns the rows as text."""
     columns = list(columns or [column for column in df.columns if column != "partition_id"])
     rows = text_rows(df.collect(), columns)
     print(f"{title}: {len(rows)} row{'s' * (len(rows) != 1)}", flush=True)
     if rows:
-        more = [(f"... {len(rows) - limit} more",) + ("",) * (len(columns) - 1)] if len(rows) > limit else []
+        more = (
+            [(f"... {len(rows) - limit} more",) + ("",) * (len(columns) - 1)]
+            if len(rows) > limit
+            else []
+        )
         print_table(tuple(columns), rows[:limit] + more)
     return rows
 
@@ -99,10 +110,20 @@ def metadata_rows(df) -> list[tuple]:
     rows = []
     for row in df.orderBy("operatorId", "stateStoreName").collect():
         properties = json.loads(row.operatorProperties) if row.operatorProperties else {}
-        variables = ", ".join(f"{v['stateName']} ({v['stateVariableType']}{', TTL' if v['ttlEnabled'] else ''})"
-                              for v in properties.get("stateVariables", []))
-        rows.append((row.operatorId, row.operatorName, row.stateStoreName, row.numPartitions,
-                     f"{row.minBatchId}-{row.maxBatchId}", variables or "-"))
+        variables = ", ".join(
+            f"{v['stateName']} ({v['stateVariableType']}{', TTL' if v['ttlEnabled'] else ''})"
+            for v in properties.get("stateVariables", [])
+        )
+        rows.append(
+            (
+                row.operatorId,
+                row.operatorName,
+                row.stateStoreName,
+                row.numPartitions,
+                f"{row.minBatchId}-{row.maxBatchId}",
+                variables or "-",
+            )
+        )
     return rows
 
 
@@ -118,9 +139,13 @@ def change_rows(df, key: Callable = as_text) -> list[tuple[int, str, str]]:
     by_batch: dict[int, dict[str, set]] = {}
     for row in df.collect():
         name = key(row.key) + (f"/{as_text(row.user_map_key)}" if "user_map_key" in row else "")
-        by_batch.setdefault(row.batch_id, {"update": set(), "delete": set()})[row.change_type].add(name)
-    return [(batch, " ".join(sorted(kinds["update"])) or "-", " ".join(sorted(kinds["delete"])) or "-")
-            for batch, kinds in sorted(by_batch.items())]
+        by_batch.setdefault(row.batch_id, {"update": set(), "delete": set()})[row.change_type].add(
+            name
+        )
+    return [
+        (batch, " ".join(sorted(kinds["update"])) or "-", " ".join(sorted(kinds["delete"])) or "-")
+        for batch, kinds in sorted(by_batch.items())
+    ]
 
 
 def print_changes(df) -> list[tuple]:
@@ -146,7 +171,9 @@ def state_files(checkpoint: Path, operator: int = 0, partition: int = 0) -> list
     """The files one state partition keeps in the checkpoint, checksums left out, in batch order:
     '1.delta' (HDFS-backed), '1.zip' (a RocksDB snapshot), '1.changelog' (RocksDB's changelog)."""
     folder = checkpoint / "state" / str(operator) / str(partition)
-    names = [path.name for path in folder.glob("*") if path.is_file() and not path.name.endswith(".crc")]
+    names = [
+        path.name for path in folder.glob("*") if path.is_file() and not path.name.endswith(".crc")
+    ]
 
     def order(name: str):
         stem = name.split(".")[0].split("_")[0]
@@ -155,11 +182,19 @@ def state_files(checkpoint: Path, operator: int = 0, partition: int = 0) -> list
     return sorted(names, key=order)
 
 
-def run_scenario(spark, inputs: dict[str, tuple[Sequence[Sequence[dict]], object]], build: Callable,
-                 workdir: Path, *, output_mode: str = "append") -> Path:
+def run_scenario(
+    spark,
+    inputs: dict[str, tuple[Sequence[Sequence[dict]], object]],
+    build: Callable,
+    workdir: Path,
+    *,
+    output_mode: str = "append",
+) -> Path:
     """Run ``build(*streams)`` over a finite scenario (``demos.replay_streams``' inputs: name ->
     (batches, schema)), afresh, without printing: the checkpoint it leaves, to read its state."""
-    replay_streams(spark, inputs, {"query": Output(build, output_mode)}, workdir, describe_rows=str, show=False)
+    replay_streams(
+        spark, inputs, {"query": Output(build, output_mode)}, workdir, describe_rows=str, show=False
+    )
     return workdir / "checkpoints" / "query"
 
 
@@ -168,9 +203,14 @@ def other_lessons_checkpoints(spark, workdir: Path) -> dict[str, Path]:
     each run afresh on the first two micro-batches of its lesson's scenario: {'07'|'09': checkpoint}."""
     l07, l09 = paths.import_lesson("07_watermarking"), paths.import_lesson("09_stream_joins")
     readings = {"readings": (l07.to_readings(l07.SCENARIO[:2]), SENSOR_SCHEMA)}
-    ads = {"impressions": (l09.IMPRESSIONS[:2], IMPRESSION_SCHEMA), "clicks": (l09.CLICKS[:2], CLICK_SCHEMA)}
-    return {"07": run_scenario(spark, readings, l07.build_window_counts, workdir / "07"),
-            "09": run_scenario(spark, ads, l09.build_ad_join, workdir / "09")}
+    ads = {
+        "impressions": (l09.IMPRESSIONS[:2], IMPRESSION_SCHEMA),
+        "clicks": (l09.CLICKS[:2], CLICK_SCHEMA),
+    }
+    return {
+        "07": run_scenario(spark, readings, l07.build_window_counts, workdir / "07"),
+        "09": run_scenario(spark, ads, l09.build_ad_join, workdir / "09"),
+    }
 
 
 def count_events(state_schema: str) -> Callable:
@@ -191,7 +231,8 @@ def count_events(state_schema: str) -> Callable:
             yield Row(user_id=key[0], events=events, kept=str(kept))
 
     return lambda events: events.groupBy("user_id").transformWithState(
-        CountEvents(), "user_id STRING, events INT, kept STRING", "Update", "None")
+        CountEvents(), "user_id STRING, events INT, kept STRING", "Update", "None"
+    )
 
 
 def rows_of(query, run) -> list:
@@ -201,8 +242,17 @@ def rows_of(query, run) -> list:
     return finish_run(query, run).rows()
 
 
-def start_restarted(spark, first: Callable, second: Callable, batches: Sequence[Sequence[dict]], schema,
-                    workdir: Path, *, settings: dict[str, str] | None = None, output_mode: str = "update") -> tuple:
+def start_restarted(
+    spark,
+    first: Callable,
+    second: Callable,
+    batches: Sequence[Sequence[dict]],
+    schema,
+    workdir: Path,
+    *,
+    settings: dict[str, str] | None = None,
+    output_mode: str = "update",
+) -> tuple:
     """Run ``first(stream)`` on batch 0 to its end, then start ``second(stream)`` on batch 1 from the
     same checkpoint, as a restart with changed code would: (the started query, its Run so far).
     Wait for it (``runner.finish``), then ``microbatch.finish_run(query, run)`` has its rows; or hand
@@ -214,8 +264,17 @@ def start_restarted(spark, first: Callable, second: Callable, batches: Sequence[
         paths.remove_tree(workdir, allow_outside=True)
     write_batches(workdir / "input", batches[:1])
     with session_conf(spark, settings or {}):
-        collect_batches(first(stream_batches(spark, workdir / "input", schema)), workdir / "checkpoint",
-                        output_mode=output_mode)
-    write_atomically(workdir / "input", "batch-0001.json", json_lines(batches[1]))  # new input after the restart
-    return start_collecting(second(stream_batches(spark, workdir / "input", schema)), workdir / "checkpoint",
-                            output_mode=output_mode, trigger={"availableNow": True})
+        collect_batches(
+            first(stream_batches(spark, workdir / "input", schema)),
+            workdir / "checkpoint",
+            output_mode=output_mode,
+        )
+    write_atomically(
+        workdir / "input", "batch-0001.json", json_lines(batches[1])
+    )  # new input after the restart
+    return start_collecting(
+        second(stream_batches(spark, workdir / "input", schema)),
+        workdir / "checkpoint",
+        output_mode=output_mode,
+        trigger={"availableNow": True},
+    )

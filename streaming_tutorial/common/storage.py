@@ -40,8 +40,10 @@ def delete_advice(address: str, error: BaseException) -> str:
 
 def describe_remote(root: Path) -> str:
     """The checkpoint line of a lesson whose checkpoints Python cannot read."""
-    return (f"Checkpoints in {paths.uri(root)} (remote storage, not inspected from Python): a query "
-            "resumes from its checkpoint there if it has one; --reset deletes them.")
+    return (
+        f"Checkpoints in {paths.uri(root)} (remote storage, not inspected from Python): a query "
+        "resumes from its checkpoint there if it has one; --reset deletes them."
+    )
 
 
 def require_local_input(what: str, folder: Path, *, advice: str = "") -> None:
@@ -55,8 +57,11 @@ def local_input_advice(what: str, folder: Path, advice: str = "") -> str:
     return (
         f"{what} writes its files into {paths.display(folder)} on this machine, but with the storage "
         f"{paths.REMOTE_ROOT} Spark reads {paths.uri(folder)}, which those files never reach. "
-        + (advice or "Run this lesson with local storage (no --storage, or a local folder or a file:/// "
-           "mount), or use the Kafka lessons (08, 14, 17 --source kafka): their input goes through the broker.")
+        + (
+            advice
+            or "Run this lesson with local storage (no --storage, or a local folder or a file:/// "
+            "mount), or use the Kafka lessons (08, 14, 17 --source kafka): their input goes through the broker."
+        )
     )
 
 

@@ -21,7 +21,9 @@ def test_describe_names_every_query_and_its_last_commit(tmp_path):
 
     text = checkpoints.describe(root)
 
-    assert text.endswith("resuming console after batch 2, memory (no batch committed), parquet after batch 10.")
+    assert text.endswith(
+        "resuming console after batch 2, memory (no batch committed), parquet after batch 10."
+    )
     assert checkpoints.last_commit(root / "parquet") == 10  # numbers, not names: 10 > 2
 
 
@@ -36,8 +38,17 @@ def test_forget_last_commit_leaves_the_batch_to_run_again(tmp_path):
     assert checkpoints.forget_last_commit(tmp_path / "query") == 2
 
     assert checkpoints.last_commit(tmp_path / "query") == 1
-    assert sorted(path.name for path in (tmp_path / "query" / "commits").iterdir()) == [".0.crc", ".1.crc", "0", "1"]
-    assert checkpoints.batch_ids(tmp_path / "query" / "offsets") == [0, 1, 2]  # batch 2's input is still known
+    assert sorted(path.name for path in (tmp_path / "query" / "commits").iterdir()) == [
+        ".0.crc",
+        ".1.crc",
+        "0",
+        "1",
+    ]
+    assert checkpoints.batch_ids(tmp_path / "query" / "offsets") == [
+        0,
+        1,
+        2,
+    ]  # batch 2's input is still known
     assert checkpoints.forget_last_commit(tmp_path / "empty") is None
 
 
@@ -46,8 +57,12 @@ def test_source_files_are_the_names_the_file_source_logged(tmp_path):
     log.mkdir(parents=True)
     entry = '{{"path":"file:///data/input%20stream/{}","timestamp":1736937000000,"batchId":{}}}'
     (log / "0").write_text("v1\n" + entry.format("tx-1.json", 0) + "\n")
-    (log / "1").write_text("v1\n" + entry.format("tx-2.json", 1) + "\n" + entry.format("tx%203.json", 1) + "\n")
-    (log / "9.compact").write_text("v1\n" + entry.format("tx-1.json", 0) + "\n")  # repeats what came before
+    (log / "1").write_text(
+        "v1\n" + entry.format("tx-2.json", 1) + "\n" + entry.format("tx%203.json", 1) + "\n"
+    )
+    (log / "9.compact").write_text(
+        "v1\n" + entry.format("tx-1.json", 0) + "\n"
+    )  # repeats what came before
     (log / ".1.crc").write_bytes(b"\x00\x01")
 
     assert checkpoints.source_files(tmp_path / "query") == {"tx-1.json", "tx-2.json", "tx 3.json"}

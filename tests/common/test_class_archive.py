@@ -24,14 +24,20 @@ def cache(tmp_path, monkeypatch):
 def small_archive(tmp_path_factory) -> bytes:
     """A real (small) dynamic archive, written by a JVM as it exits."""
     path = tmp_path_factory.mktemp("jsa") / "small.jsa"
-    subprocess.run([java_executable(), f"-XX:ArchiveClassesAtExit={path}", *class_archive.QUIET, "-version"],
-                   check=True, capture_output=True, cwd=path.parent)
+    subprocess.run(
+        [java_executable(), f"-XX:ArchiveClassesAtExit={path}", *class_archive.QUIET, "-version"],
+        check=True,
+        capture_output=True,
+        cwd=path.parent,
+    )
     return path.read_bytes()
 
 
 def exited_pid() -> int:
     """The pid of a process that has exited."""
-    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    child = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
     return int(child.stdout)
 
 
@@ -50,7 +56,10 @@ def test_without_an_archive_the_jvm_writes_a_pending_one_and_then_maps_the_archi
     assert options[0] == f"-XX:ArchiveClassesAtExit={pending}"
     assert pending.parent == archive.parent and pending.name.endswith(".pending")
     archive.write_bytes(b"")
-    assert class_archive.java_options() == ([f"-XX:SharedArchiveFile={archive}", *class_archive.QUIET], None)
+    assert class_archive.java_options() == (
+        [f"-XX:SharedArchiveFile={archive}", *class_archive.QUIET],
+        None,
+    )
 
 
 def test_the_switch_turns_it_off(cache, monkeypatch):
@@ -82,7 +91,9 @@ def test_a_truncated_archive_is_removed_never_mapped(cache, small_archive):
     assert list(archive.parent.iterdir()) == []
 
 
-def test_checking_an_archive_leaves_no_crash_report_behind(cache, small_archive, tmp_path, monkeypatch):
+def test_checking_an_archive_leaves_no_crash_report_behind(
+    cache, small_archive, tmp_path, monkeypatch
+):
     monkeypatch.chdir(tmp_path)
     truncated = tmp_path / "truncated.jsa"
     truncated.write_bytes(small_archive[:4096])
@@ -108,14 +119,18 @@ def test_a_file_without_the_magic_number_is_not_an_archive(cache, small_archive,
     assert class_archive.complete(tmp_path / "small.jsa") is False  # missing
 
 
-def test_the_write_switch_makes_the_jvm_write_there_even_beside_an_archive(cache, monkeypatch, tmp_path):
+def test_the_write_switch_makes_the_jvm_write_there_even_beside_an_archive(
+    cache, monkeypatch, tmp_path
+):
     archive = class_archive.archive_path()
     archive.parent.mkdir(parents=True)
     archive.write_bytes(b"")
     monkeypatch.setenv(class_archive.SWITCH, f"write:{tmp_path / 'new.jsa'}")
 
-    assert class_archive.java_options() == ([f"-XX:ArchiveClassesAtExit={tmp_path / 'new.jsa'}",
-                                             *class_archive.QUIET], None)
+    assert class_archive.java_options() == (
+        [f"-XX:ArchiveClassesAtExit={tmp_path / 'new.jsa'}", *class_archive.QUIET],
+        None,
+    )
 
 
 TINY_WORKLOAD = """
@@ -129,7 +144,9 @@ spark.stop()
 """
 
 
-def test_training_replaces_an_archive_written_by_chance_and_happens_once(cache, small_archive, tmp_path):
+def test_training_replaces_an_archive_written_by_chance_and_happens_once(
+    cache, small_archive, tmp_path
+):
     from common import paths
 
     archive = class_archive.archive_path()
@@ -141,11 +158,14 @@ def test_training_replaces_an_archive_written_by_chance_and_happens_once(cache, 
     assert class_archive.train((str(workload),)) is None
 
     trained = archive.read_bytes()
-    assert trained != small_archive and len(trained) > 10 * len(small_archive)  # a Spark driver's classes
+    assert trained != small_archive and len(trained) > 10 * len(
+        small_archive
+    )  # a Spark driver's classes
     assert class_archive.complete(archive)  # a JVM maps it
     assert class_archive.trained_marker(archive).exists()
-    assert sorted(path.name for path in archive.parent.iterdir()) == sorted([archive.name,
-                                                                           class_archive.trained_marker(archive).name])
+    assert sorted(path.name for path in archive.parent.iterdir()) == sorted(
+        [archive.name, class_archive.trained_marker(archive).name]
+    )
     said = []
     class_archive.ensure_trained(say=said.append)  # trained already: nothing to do
     assert said == []
@@ -159,4 +179,6 @@ def test_a_failed_training_says_why_and_keeps_the_archive_there(cache, small_arc
     workload.write_text("raise SystemExit('no Spark today')\n")
 
     assert class_archive.train((str(workload),)) == "the training run failed: no Spark today"
-    assert archive.read_bytes() == small_archive and not class_archive.trained_marker(archive).exists()
+    assert (
+        archive.read_bytes() == small_archive and not class_archive.trained_marker(archive).exists()
+    )

@@ -52,8 +52,12 @@ def alive(pid: int) -> bool:
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc (Linux)")
 def test_kill_at_a_marker_leaves_no_process_of_the_group(tmp_path):
-    with crash.child_process(crash.python_command(child_script(tmp_path)), tmp_path / "child.log",
-                             tmp_path / "markers", pause_at="events@after-sink:1") as child:
+    with crash.child_process(
+        crash.python_command(child_script(tmp_path)),
+        tmp_path / "child.log",
+        tmp_path / "markers",
+        pause_at="events@after-sink:1",
+    ) as child:
         [marker] = child.wait_for_marker("after-sink", 1, "events")
         grandchild = int(child.log.read_text().split()[1])
         assert marker["batch_id"] == 1 and marker["point"] == "after-sink" and alive(grandchild)
@@ -66,16 +70,21 @@ def test_kill_at_a_marker_leaves_no_process_of_the_group(tmp_path):
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc (Linux)")
 def test_leaving_the_block_on_ctrl_c_kills_the_child_group(tmp_path):
     with pytest.raises(KeyboardInterrupt):
-        with crash.child_process(crash.python_command(child_script(tmp_path)), tmp_path / "child.log",
-                                 tmp_path / "markers", pause_at="before-sink:0") as child:
+        with crash.child_process(
+            crash.python_command(child_script(tmp_path)),
+            tmp_path / "child.log",
+            tmp_path / "markers",
+            pause_at="before-sink:0",
+        ) as child:
             child.wait_for_marker("before-sink", 0, "events")
             raise KeyboardInterrupt
     assert crash.group_members(child.pgid) == [] and child.process.returncode == -9
 
 
 def test_a_marker_that_never_comes_fails_with_the_log_tail(tmp_path):
-    with crash.child_process(crash.python_command(child_script(tmp_path)), tmp_path / "child.log",
-                             tmp_path / "markers") as child:
+    with crash.child_process(
+        crash.python_command(child_script(tmp_path)), tmp_path / "child.log", tmp_path / "markers"
+    ) as child:
         child.wait_for(lambda: "wrote batch 2" in child.log_tail(), "its last batch")
         with pytest.raises(crash.CrashError) as failure:
             child.wait_for_marker("after-sink", 1, "events", timeout=1)
@@ -87,9 +96,14 @@ def test_a_marker_that_never_comes_fails_with_the_log_tail(tmp_path):
 def test_a_child_that_ends_early_fails_with_its_exit_code_and_log(tmp_path):
     script = tmp_path / "fails.py"
     script.write_text("import sys\nprint('no such table: events', flush=True)\nsys.exit(3)\n")
-    with crash.child_process(crash.python_command(script), tmp_path / "child.log", tmp_path / "markers") as child:
-        with pytest.raises(crash.CrashError, match=r"ended \(exit code 3\) before the commit of batch 0"
-                                                   r"[\s\S]*no such table: events"):
+    with crash.child_process(
+        crash.python_command(script), tmp_path / "child.log", tmp_path / "markers"
+    ) as child:
+        with pytest.raises(
+            crash.CrashError,
+            match=r"ended \(exit code 3\) before the commit of batch 0"
+            r"[\s\S]*no such table: events",
+        ):
             child.wait_for_commit(0, tmp_path / "checkpoint")
     with pytest.raises(crash.CrashError, match=r"failed \(exit code 3\)[\s\S]*no such table"):
         child.wait()
@@ -97,22 +111,32 @@ def test_a_child_that_ends_early_fails_with_its_exit_code_and_log(tmp_path):
 
 def test_wait_for_commit_sees_a_commit_file(tmp_path):
     script = tmp_path / "commits.py"
-    script.write_text(f"import os, time\nos.makedirs({str(tmp_path / 'ck' / 'commits')!r}, exist_ok=True)\n"
-                      f"open({str(tmp_path / 'ck' / 'commits' / '0')!r}, 'w').close()\ntime.sleep(300)\n")
-    with crash.child_process(crash.python_command(script), tmp_path / "child.log", tmp_path / "markers") as child:
+    script.write_text(
+        f"import os, time\nos.makedirs({str(tmp_path / 'ck' / 'commits')!r}, exist_ok=True)\n"
+        f"open({str(tmp_path / 'ck' / 'commits' / '0')!r}, 'w').close()\ntime.sleep(300)\n"
+    )
+    with crash.child_process(
+        crash.python_command(script), tmp_path / "child.log", tmp_path / "markers"
+    ) as child:
         child.wait_for_commit(0, tmp_path / "ck")
         assert child.alive()
 
 
 def test_pause_points_parse_and_refuse_typos():
     assert crash.pause_points("after-sink:1, windows@before-sink:0") == {
-        ("", "after-sink", 1), ("windows", "before-sink", 0)}
+        ("", "after-sink", 1),
+        ("windows", "before-sink", 0),
+    }
     assert crash.pause_points("") == set()
     with pytest.raises(ValueError, match="after-commit:1"):
         crash.pause_points("after-commit:1")
     with pytest.raises(ValueError):
-        crash.start_child([sys.executable, "-c", "pass"], Path("/nonexistent/log"), Path("/x"),
-                          pause_at="after-sink")
+        crash.start_child(
+            [sys.executable, "-c", "pass"],
+            Path("/nonexistent/log"),
+            Path("/x"),
+            pause_at="after-sink",
+        )
 
 
 def test_tally_counts_lost_duplicated_and_unexpected_ids():
@@ -126,7 +150,9 @@ def test_numbered_records_are_a_pure_function_of_their_number():
     assert crash.numbered_records(4, 3, seed=7, base_time=BASE) == whole[3:6]
     assert [record["record_id"] for record in whole[:2]] == ["R-0001", "R-0002"]
     assert whole != crash.numbered_records(1, 10, seed=8, base_time=BASE)
-    times = [datetime.fromisoformat(record["event_time"].replace("Z", "+00:00")) for record in whole]
+    times = [
+        datetime.fromisoformat(record["event_time"].replace("Z", "+00:00")) for record in whole
+    ]
     # Out of order by less than one step (10 s): never late for a watermark of a minute.
     assert all((later - earlier).total_seconds() > -10 for earlier, later in zip(times, times[1:]))
     assert all(BASE < moment <= BASE.replace(minute=32) for moment in times)
@@ -143,8 +169,19 @@ def test_logged_batches_and_print_checkpoint(tmp_path, capsys):
     assert crash.logged_batches(tmp_path / "none") == "offsets/ (empty), commits/ (empty)"
     crash.print_checkpoint(checkpoint, "offsets/1")
     out = capsys.readouterr().out.splitlines()
-    assert out[0].split() == ["commits/", "each", "batch", "that", "finished,", "written", "AFTER", "its", "sink:",
-                              "batches", "0"]
+    assert out[0].split() == [
+        "commits/",
+        "each",
+        "batch",
+        "that",
+        "finished,",
+        "written",
+        "AFTER",
+        "its",
+        "sink:",
+        "batches",
+        "0",
+    ]
     assert out[-3:] == ["offsets/1:", "  v1", '  {"logOffset":1}']
 
 

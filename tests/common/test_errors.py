@@ -96,7 +96,9 @@ def test_delta_classes_are_recognised_by_their_leading_class(condition):
     error = RuntimeError(f"[{condition}] Something about the Delta table at /data/t.\nSecond line.")
     advice = explain(error)
     assert advice.startswith(wrapped(ADVICE[condition]))
-    assert advice.endswith(f"Spark said:\n  [{condition}] Something about the Delta table at /data/t.\n  Second line.")
+    assert advice.endswith(
+        f"Spark said:\n  [{condition}] Something about the Delta table at /data/t.\n  Second line."
+    )
 
 
 @pytest.mark.parametrize("condition", sorted(ADVICE))
@@ -127,7 +129,9 @@ def test_the_checkpoint_mismatches_are_the_state_and_source_changes():
 
 
 def test_a_failed_query_is_explained_by_the_error_it_wraps():
-    inner = spark_message("STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE").replace("<storedKeySchema>", "StructType(k)")
+    inner = spark_message("STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE").replace(
+        "<storedKeySchema>", "StructType(k)"
+    )
     advice = explain(stream_failed(inner))
     assert advice.startswith(wrapped(ADVICE["STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE"]))
     assert advice.split("Spark said:\n", 1)[1].splitlines() == [
@@ -143,7 +147,9 @@ def test_a_cause_two_levels_down_is_found():
     condition = "STATE_STORE_COMMIT_VALIDATION_FAILED"
     validation = FakeSparkError(condition, spark_message(condition))
     await_result = FakeSparkError(None, "Exception thrown in awaitResult: ", validation)
-    advice = explain(stream_failed("Exception thrown in awaitResult:  SQLSTATE: XXKST", await_result))
+    advice = explain(
+        stream_failed("Exception thrown in awaitResult:  SQLSTATE: XXKST", await_result)
+    )
     assert advice.startswith(wrapped(ADVICE["STATE_STORE_COMMIT_VALIDATION_FAILED"]))
     assert "--reset" not in advice
 
@@ -151,8 +157,15 @@ def test_a_cause_two_levels_down_is_found():
 def test_a_subclass_with_advice_of_its_own_wins_and_its_class_alone_is_not_explained():
     tws = "UNSUPPORTED_FEATURE.STORE_BACKEND_NOT_SUPPORTED_FOR_TWS"
     assert explain(stream_failed(spark_message(tws))).startswith(wrapped(ADVICE[tws]))
-    assert explain(FakeSparkError("UNSUPPORTED_FEATURE.STATE_STORE_TTL",
-                                  spark_message("UNSUPPORTED_FEATURE.STATE_STORE_TTL"))) is None
+    assert (
+        explain(
+            FakeSparkError(
+                "UNSUPPORTED_FEATURE.STATE_STORE_TTL",
+                spark_message("UNSUPPORTED_FEATURE.STATE_STORE_TTL"),
+            )
+        )
+        is None
+    )
 
 
 def test_the_memory_sink_restart_gets_its_own_advice_not_reset():
@@ -161,7 +174,9 @@ def test_the_memory_sink_restart_gets_its_own_advice_not_reset():
         "This query does not support recovering from checkpoint location. Delete /c/offsets to start over.",
     )
     advice = explain(error)
-    assert advice.startswith(wrapped(ADVICE["_LEGACY_ERROR_TEMP_1299"])) and "memory sink" in " ".join(advice.split())
+    assert advice.startswith(
+        wrapped(ADVICE["_LEGACY_ERROR_TEMP_1299"])
+    ) and "memory sink" in " ".join(advice.split())
     assert advice.endswith(
         "Spark said:\n"
         "  This query does not support recovering from checkpoint location. Delete /c/offsets to start over."
@@ -172,12 +187,21 @@ def test_the_memory_sink_restart_gets_its_own_advice_not_reset():
 @pytest.mark.parametrize(
     ("condition", "message", "expected"),
     [
-        ("_LEGACY_ERROR_TEMP_1140", "Failed to find data source: kafka. Please deploy the application ...",
-         "spark-sql-kafka-0-10_2.13"),
-        ("DATA_SOURCE_NOT_FOUND", "[DATA_SOURCE_NOT_FOUND] Failed to find the data source: delta. Make sure ...",
-         "io.delta:delta-spark_4.2_2.13"),
-        ("DATA_SOURCE_NOT_FOUND", "[DATA_SOURCE_NOT_FOUND] Failed to find the data source: jsn. Make sure ...",
-         "no data source named 'jsn'"),
+        (
+            "_LEGACY_ERROR_TEMP_1140",
+            "Failed to find data source: kafka. Please deploy the application ...",
+            "spark-sql-kafka-0-10_2.13",
+        ),
+        (
+            "DATA_SOURCE_NOT_FOUND",
+            "[DATA_SOURCE_NOT_FOUND] Failed to find the data source: delta. Make sure ...",
+            "io.delta:delta-spark_4.2_2.13",
+        ),
+        (
+            "DATA_SOURCE_NOT_FOUND",
+            "[DATA_SOURCE_NOT_FOUND] Failed to find the data source: jsn. Make sure ...",
+            "no data source named 'jsn'",
+        ),
     ],
 )
 def test_a_missing_connector_names_the_package(condition, message, expected):
@@ -192,27 +216,47 @@ def test_a_missing_connector_names_the_package(condition, message, expected):
         RuntimeError("Could not write the checkpoint metadata file; see DELTA_ logs"),
         OSError("[Errno 28] No space left on device: '/c/checkpoints/03/offsets/4'"),
         ValueError("checkpointLocation must be a string"),
-        FakeSparkError("INTERNAL_ERROR", "[INTERNAL_ERROR] failed; earlier: [STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE]"),
-        FakeSparkError(None, "Error in checkpoint: STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE was logged earlier"),
-        RuntimeError("Query failed: [DELTA_SCHEMA_CHANGED] appears later in this line, not at its start"),
-        stream_failed("java.io.IOException: No such file or directory: /c/checkpoints/offsets/DELTA_1"),
+        FakeSparkError(
+            "INTERNAL_ERROR",
+            "[INTERNAL_ERROR] failed; earlier: [STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE]",
+        ),
+        FakeSparkError(
+            None, "Error in checkpoint: STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE was logged earlier"
+        ),
+        RuntimeError(
+            "Query failed: [DELTA_SCHEMA_CHANGED] appears later in this line, not at its start"
+        ),
+        stream_failed(
+            "java.io.IOException: No such file or directory: /c/checkpoints/offsets/DELTA_1"
+        ),
     ],
-    ids=["checkpoint-and-DELTA_-words", "disk-full", "checkpoint-option", "class-inside-another", "no-class",
-         "class-not-leading", "stream-failed-io"],
+    ids=[
+        "checkpoint-and-DELTA_-words",
+        "disk-full",
+        "checkpoint-option",
+        "class-inside-another",
+        "no-class",
+        "class-not-leading",
+        "stream-failed-io",
+    ],
 )
 def test_an_error_that_only_mentions_checkpoints_or_delta_is_not_explained(error):
     assert explain(error) is None
 
 
 def test_a_condition_from_getcondition_wins_over_the_text():
-    error = FakeSparkError("INTERNAL_ERROR", "[STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE] quoted from a log")
+    error = FakeSparkError(
+        "INTERNAL_ERROR", "[STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE] quoted from a log"
+    )
     assert explain(error) is None
 
 
 def test_raise_from_keeps_the_explanation():
     try:
         try:
-            raise FakeSparkError("CONCURRENT_QUERY", "[CONCURRENT_QUERY] Another instance of this query started.")
+            raise FakeSparkError(
+                "CONCURRENT_QUERY", "[CONCURRENT_QUERY] Another instance of this query started."
+            )
         except FakeSparkError as original:
             raise RuntimeError("the lesson's query stopped") from original
     except RuntimeError as error:

@@ -13,7 +13,6 @@ import sys
 
 from conftest import LEARNER_FOLDERS, ROOT, changed_paths, snapshot_tree
 
-
 OLD = 1_700_000_000_000_000_000  # a fixed modification time (ns), long before any test runs
 
 
@@ -44,12 +43,22 @@ def test_the_diff_names_every_added_changed_and_removed_path(tmp_path):
     age_folders(tmp_path)
     before = snapshot_tree(tmp_path)
     assert sorted(before) == [
-        ".runtime", ".runtime/kafka", ".runtime/kafka/broker.pid", "checkpoints", "checkpoints/08",
-        "checkpoints/08/offsets", "checkpoints/08/offsets/0", "data", "data/input", "data/input/batch-1.json",
+        ".runtime",
+        ".runtime/kafka",
+        ".runtime/kafka/broker.pid",
+        "checkpoints",
+        "checkpoints/08",
+        "checkpoints/08/offsets",
+        "checkpoints/08/offsets/0",
+        "data",
+        "data/input",
+        "data/input/batch-1.json",
         "data/input/batch-2.json",
     ]
 
-    write(tmp_path / "data" / "input" / "batch-1.json", "{}\n", mtime_ns=OLD + 1)  # same size, rewritten
+    write(
+        tmp_path / "data" / "input" / "batch-1.json", "{}\n", mtime_ns=OLD + 1
+    )  # same size, rewritten
     write(tmp_path / ".runtime" / "kafka" / "broker.pid", "12345")  # same time, new size
     (tmp_path / "checkpoints" / "08" / "offsets" / "0").unlink()
     write(tmp_path / "output" / "result.csv", "a,b\n")
@@ -82,13 +91,34 @@ def test_a_run_that_changes_the_learners_files_fails_and_names_them(tmp_path):
     write(learner / "data" / "input" / "batch-1.json", "{}\n")
     age_folders(learner)
     inner = tmp_path / "inner"
-    write(inner / "test_careless.py", "from conftest import LEARNER_ROOT\n\n\n"
-          "def test_careless():\n    (LEARNER_ROOT / 'data' / 'left-by-a-test.txt').write_text('oops')\n")
+    write(
+        inner / "test_careless.py",
+        "from conftest import LEARNER_ROOT\n\n\n"
+        "def test_careless():\n    (LEARNER_ROOT / 'data' / 'left-by-a-test.txt').write_text('oops')\n",
+    )
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "conftest", "-p", "no:cacheprovider", f"--basetemp={tmp_path / 'tmp'}",
-         f"--rootdir={inner}", str(inner / "test_careless.py"), "-q"],
-        cwd=inner, capture_output=True, text=True, timeout=120,
-        env={**os.environ, "PYTHONPATH": str(ROOT / "tests"), "STREAMING_COURSE_TESTS_LEARNER_ROOT": str(learner)},
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "conftest",
+            "-p",
+            "no:cacheprovider",
+            f"--basetemp={tmp_path / 'tmp'}",
+            f"--rootdir={inner}",
+            str(inner / "test_careless.py"),
+            "-q",
+        ],
+        cwd=inner,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={
+            **os.environ,
+            "PYTHONPATH": str(ROOT / "tests"),
+            "STREAMING_COURSE_TESTS_LEARNER_ROOT": str(learner),
+        },
     )
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
     assert "1 passed" in result.stdout

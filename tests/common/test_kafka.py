@@ -43,10 +43,21 @@ pytestmark = [
 
 
 def test_producer_messages_are_reproducible_keyed_and_malformed_where_asked():
-    first = kafka_producer.build_messages("ecommerce", 20, seed=5, base_time=BASE, malformed_every=5)
-    assert first == kafka_producer.build_messages("ecommerce", 20, seed=5, base_time=BASE, malformed_every=5)
-    assert first != kafka_producer.build_messages("ecommerce", 20, seed=6, base_time=BASE, malformed_every=5)
-    assert [number for number, message in enumerate(first, 1) if message.malformed] == [5, 10, 15, 20]
+    first = kafka_producer.build_messages(
+        "ecommerce", 20, seed=5, base_time=BASE, malformed_every=5
+    )
+    assert first == kafka_producer.build_messages(
+        "ecommerce", 20, seed=5, base_time=BASE, malformed_every=5
+    )
+    assert first != kafka_producer.build_messages(
+        "ecommerce", 20, seed=6, base_time=BASE, malformed_every=5
+    )
+    assert [number for number, message in enumerate(first, 1) if message.malformed] == [
+        5,
+        10,
+        15,
+        20,
+    ]
     for message in first:
         assert message.topic == config.TOPIC_EVENTS
         if message.malformed:
@@ -58,37 +69,75 @@ def test_producer_messages_are_reproducible_keyed_and_malformed_where_asked():
     profiles = {}
     for message in enriched:
         record = json.loads(message.value)
-        assert profiles.setdefault(record["user_id"], (record["country"], record["user_agent"])) == (
-            record["country"], record["user_agent"])
+        assert profiles.setdefault(
+            record["user_id"], (record["country"], record["user_agent"])
+        ) == (record["country"], record["user_agent"])
 
 
 @pytest.mark.kafka
 @pytest.mark.smoke
-def test_producer_script_sends_exactly_its_messages_in_key_order(kafka_bootstrap, topic, course_home):
+def test_producer_script_sends_exactly_its_messages_in_key_order(
+    kafka_bootstrap, topic, course_home
+):
     target = topic("produced")
-    result = run_script("data_generators/kafka_producer.py", "--count", "20", "--rate", "0", "--topic", target,
-                        "--malformed-every", "5", "--seed", "3", "--base-time", BASE_TEXT,
-                        home=course_home, timeout=120)
+    result = run_script(
+        "data_generators/kafka_producer.py",
+        "--count",
+        "20",
+        "--rate",
+        "0",
+        "--topic",
+        target,
+        "--malformed-every",
+        "5",
+        "--seed",
+        "3",
+        "--base-time",
+        BASE_TEXT,
+        home=course_home,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "Done: 20 messages acknowledged by Kafka (4 deliberately malformed)" in result.stdout
 
-    expected = kafka_producer.build_messages("ecommerce", 20, seed=3, base_time=BASE, topic=target, malformed_every=5)
+    expected = kafka_producer.build_messages(
+        "ecommerce", 20, seed=3, base_time=BASE, topic=target, malformed_every=5
+    )
     records = consume_all(kafka_bootstrap, target)
-    assert sorted((r.key.decode(), r.value.decode()) for r in records) == sorted((m.key, m.value) for m in expected)
+    assert sorted((r.key.decode(), r.value.decode()) for r in records) == sorted(
+        (m.key, m.value) for m in expected
+    )
     # One key always lands in one partition, in the order it was sent: per-key order holds.
     for key in {message.key for message in expected}:
         assert [r.value.decode() for r in records if r.key.decode() == key] == [
-            m.value for m in expected if m.key == key]
+            m.value for m in expected if m.key == key
+        ]
     assert len({r.partition for r in records if r.key.decode() == expected[0].key}) == 1
 
 
 @pytest.mark.kafka
 @pytest.mark.smoke
-def test_producer_ads_sends_impressions_and_clicks_to_their_topics(kafka_bootstrap, topic, course_home):
+def test_producer_ads_sends_impressions_and_clicks_to_their_topics(
+    kafka_bootstrap, topic, course_home
+):
     impressions, clicks = topic("impressions"), topic("clicks")
-    result = run_script("data_generators/kafka_producer.py", "--kind", "ads", "--count", "30", "--rate", "0",
-                        "--impressions-topic", impressions, "--clicks-topic", clicks, "--base-time", BASE_TEXT,
-                        home=course_home, timeout=120)
+    result = run_script(
+        "data_generators/kafka_producer.py",
+        "--kind",
+        "ads",
+        "--count",
+        "30",
+        "--rate",
+        "0",
+        "--impressions-topic",
+        impressions,
+        "--clicks-topic",
+        clicks,
+        "--base-time",
+        BASE_TEXT,
+        home=course_home,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     made_impressions, made_clicks = make_ad_events(30, base_time=BASE)
     sent_impressions = [json.loads(r.value) for r in consume_all(kafka_bootstrap, impressions)]
@@ -99,8 +148,15 @@ def test_producer_ads_sends_impressions_and_clicks_to_their_topics(kafka_bootstr
 
 @pytest.mark.smoke
 def test_producer_without_a_broker_says_what_to_do_instead_of_hanging(course_home):
-    result = run_script("data_generators/kafka_producer.py", "--bootstrap-servers", f"127.0.0.1:{free_port()}",
-                        "--count", "3", home=course_home, timeout=60)
+    result = run_script(
+        "data_generators/kafka_producer.py",
+        "--bootstrap-servers",
+        f"127.0.0.1:{free_port()}",
+        "--count",
+        "3",
+        home=course_home,
+        timeout=60,
+    )
     assert result.returncode == 1
     assert "No Kafka broker answers" in result.stderr and "local_kafka.py start" in result.stderr
     assert "Traceback" not in result.stderr
@@ -130,32 +186,45 @@ def test_ensure_topics_is_idempotent_and_keeps_existing_partitions(kafka_bootstr
     assert name in list_topics(kafka_bootstrap)
 
 
-
-
 # --- advice for Kafka failures --------------------------------------------------------------------
 
 # As Spark 4.2 words it for a topic recreated under a checkpoint (the test below meets it for real).
-DATA_LOSS = ("[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: Some data may have been lost "
-             "because they are not available in Kafka any more;\neither the data was aged out by Kafka or the topic "
-             "may have been deleted before all the data in the\ntopic was processed.\nIf you don't want your "
-             "streaming query to fail on such cases, set the source option failOnDataLoss to false.\nReason: "
-             "Partition events-0 offset was changed from 5 to 2.")
+DATA_LOSS = (
+    "[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: Some data may have been lost "
+    "because they are not available in Kafka any more;\neither the data was aged out by Kafka or the topic "
+    "may have been deleted before all the data in the\ntopic was processed.\nIf you don't want your "
+    "streaming query to fail on such cases, set the source option failOnDataLoss to false.\nReason: "
+    "Partition events-0 offset was changed from 5 to 2."
+)
 
 
 @pytest.mark.parametrize(
     "message, advice",
     [
         (DATA_LOSS, "Run the lesson again with --reset"),
-        ("[KAFKA_DATA_LOSS.PARTITIONS_DELETED] Partitions events-0 have been deleted.",
-         "Run the lesson again with --reset"),
-        ("org.apache.kafka.common.errors.UnknownTopicOrPartitionException: This server does not host this "
-         "topic-partition.", "A topic the query reads or writes does not exist"),
-        ("org.apache.kafka.common.errors.TimeoutException: Topic events not present in metadata after 60000 ms.",
-         "Kafka could not tell Spark where a topic lives"),
-        ("org.apache.kafka.common.errors.TimeoutException: Timed out waiting for a node assignment. "
-         "Call: describeTopics", "Spark lost its connection to the Kafka broker"),
-        ("org.apache.kafka.common.errors.TimeoutException: Timeout of 60000ms expired before the position for "
-         "partition events-0 could be determined", "Spark lost its connection to the Kafka broker"),
+        (
+            "[KAFKA_DATA_LOSS.PARTITIONS_DELETED] Partitions events-0 have been deleted.",
+            "Run the lesson again with --reset",
+        ),
+        (
+            "org.apache.kafka.common.errors.UnknownTopicOrPartitionException: This server does not host this "
+            "topic-partition.",
+            "A topic the query reads or writes does not exist",
+        ),
+        (
+            "org.apache.kafka.common.errors.TimeoutException: Topic events not present in metadata after 60000 ms.",
+            "Kafka could not tell Spark where a topic lives",
+        ),
+        (
+            "org.apache.kafka.common.errors.TimeoutException: Timed out waiting for a node assignment. "
+            "Call: describeTopics",
+            "Spark lost its connection to the Kafka broker",
+        ),
+        (
+            "org.apache.kafka.common.errors.TimeoutException: Timeout of 60000ms expired before the position for "
+            "partition events-0 could be determined",
+            "Spark lost its connection to the Kafka broker",
+        ),
         # Near misses: a word that also appears in unrelated errors is not enough.
         ("Connection to node 1 (localhost/127.0.0.1:9092) disconnected", None),
         ("Invalid value 'sometimes' for option failOnDataLoss", None),
@@ -173,7 +242,9 @@ def test_explain_failure_recognises_each_failure_by_its_exact_text(message, advi
 
 def test_the_data_loss_advice_says_what_reset_deletes():
     advice = explain_failure(RuntimeError(DATA_LOSS))
-    assert "deletes the lesson's checkpoints and output" in advice and "empties its topics" in advice
+    assert (
+        "deletes the lesson's checkpoints and output" in advice and "empties its topics" in advice
+    )
 
 
 def test_explain_failures_turns_only_known_failures_into_advice():
@@ -187,22 +258,36 @@ def test_explain_failures_turns_only_known_failures_into_advice():
 
 @pytest.mark.kafka
 def test_a_topic_recreated_under_a_checkpoint_fails_with_data_loss_and_gets_the_reset_advice(
-        spark, kafka_bootstrap, topic, tmp_path):
+    spark, kafka_bootstrap, topic, tmp_path
+):
     source = topic("recreated")
     ensure_topics(kafka_bootstrap, [source])
 
     def read_all_once():
-        query = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", kafka_bootstrap)
-                 .option("subscribe", source).option("startingOffsets", "earliest").load()
-                 .writeStream.format("noop").option("checkpointLocation", str(tmp_path / "checkpoint"))
-                 .trigger(availableNow=True).start())
+        query = (
+            spark.readStream.format("kafka")
+            .option("kafka.bootstrap.servers", kafka_bootstrap)
+            .option("subscribe", source)
+            .option("startingOffsets", "earliest")
+            .load()
+            .writeStream.format("noop")
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(availableNow=True)
+            .start()
+        )
         query.awaitTermination(180)
         return query
 
-    kafka_producer.send_messages(kafka_bootstrap, kafka_producer.build_messages("ecommerce", 5, topic=source))
+    kafka_producer.send_messages(
+        kafka_bootstrap, kafka_producer.build_messages("ecommerce", 5, topic=source)
+    )
     assert read_all_once().exception() is None
-    recreate_topics(kafka_bootstrap, [source])  # the checkpoint says offset 5; the new topic ends at 2
-    kafka_producer.send_messages(kafka_bootstrap, kafka_producer.build_messages("ecommerce", 2, topic=source))
+    recreate_topics(
+        kafka_bootstrap, [source]
+    )  # the checkpoint says offset 5; the new topic ends at 2
+    kafka_producer.send_messages(
+        kafka_bootstrap, kafka_producer.build_messages("ecommerce", 2, topic=source)
+    )
     with pytest.raises(StreamingQueryException) as failure:
         read_all_once()
     assert "offset was changed from 5 to 2" in str(failure.value)
@@ -214,17 +299,40 @@ def test_a_topic_recreated_under_a_checkpoint_fails_with_data_loss_and_gets_the_
 
 def test_the_client_module_never_imports_the_broker_module():
     tree = ast.parse((ROOT / "streaming_tutorial" / "common" / "kafka.py").read_text())
-    imported = [alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for alias in node.names]
+    imported = [
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    ]
     imported += [node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
-    imported += [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
+    imported += [
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    ]
     assert not [name for name in imported if "kafka_broker" in name]
     assert not hasattr(kafka, "kafka_for_lesson")
 
 
 def test_only_config_names_the_course_brokers_ports():
-    sources = [*(ROOT / "streaming_tutorial" / "common").glob("*.py"), *(ROOT / "data_generators").glob("*.py"),
-               ROOT / "local_kafka.py", ROOT / "course.py"]
-    naming = [path.name for path in sources if path.name != "config.py"
-              and any(str(port) in path.read_text() for port in (config.DEFAULT_LOCAL_KAFKA_PORT,
-                                                                  config.DEFAULT_LOCAL_KAFKA_CONTROLLER_PORT))]
+    sources = [
+        *(ROOT / "streaming_tutorial" / "common").glob("*.py"),
+        *(ROOT / "data_generators").glob("*.py"),
+        ROOT / "local_kafka.py",
+        ROOT / "course.py",
+    ]
+    naming = [
+        path.name
+        for path in sources
+        if path.name != "config.py"
+        and any(
+            str(port) in path.read_text()
+            for port in (
+                config.DEFAULT_LOCAL_KAFKA_PORT,
+                config.DEFAULT_LOCAL_KAFKA_CONTROLLER_PORT,
+            )
+        )
+    ]
     assert naming == []

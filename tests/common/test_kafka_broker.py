@@ -27,7 +27,9 @@ pytestmark = [
 def own_broker(kafka_test_broker):
     """The test run's own broker; tests that need its files or ports skip on a user's cluster."""
     if kafka_test_broker is None:
-        pytest.skip("the test run uses the Kafka cluster in KAFKA_BOOTSTRAP_SERVERS, not a broker of its own")
+        pytest.skip(
+            "the test run uses the Kafka cluster in KAFKA_BOOTSTRAP_SERVERS, not a broker of its own"
+        )
     return kafka_test_broker
 
 
@@ -49,18 +51,24 @@ def test_kafka_for_lesson_reuses_the_running_broker(kafka_bootstrap, capsys):
 
 
 @pytest.mark.kafka
-def test_kafka_for_lesson_uses_a_broker_already_on_the_local_port_and_leaves_it_running(own_broker, monkeypatch,
-                                                                                       capsys):
+def test_kafka_for_lesson_uses_a_broker_already_on_the_local_port_and_leaves_it_running(
+    own_broker, monkeypatch, capsys
+):
     monkeypatch.delenv(config.KAFKA_BOOTSTRAP_ENV, raising=False)
     monkeypatch.setenv(config.LOCAL_KAFKA_PORT_ENV, str(own_broker.port))
     with kafka_for_lesson() as bootstrap:
         assert bootstrap == own_broker.bootstrap
-    assert capsys.readouterr().out == f"Using the Kafka broker already running at {own_broker.bootstrap}.\n"
+    assert (
+        capsys.readouterr().out
+        == f"Using the Kafka broker already running at {own_broker.bootstrap}.\n"
+    )
     assert answers(own_broker.bootstrap)
 
 
 @pytest.mark.kafka
-def test_kafka_for_lesson_starts_a_broker_when_none_answers_and_stops_it_afterwards(monkeypatch, tmp_path, capsys):
+def test_kafka_for_lesson_starts_a_broker_when_none_answers_and_stops_it_afterwards(
+    monkeypatch, tmp_path, capsys
+):
     # A course home of its own (like a learner's fresh checkout) and free ports.
     monkeypatch.delenv(config.KAFKA_BOOTSTRAP_ENV, raising=False)
     monkeypatch.setenv(config.LOCAL_KAFKA_PORT_ENV, str(free_port(HOST)))
@@ -93,12 +101,15 @@ def test_the_jars_live_in_one_folder_per_version_outside_every_course_folder(mon
 def test_the_broker_and_the_spark_connector_use_the_same_scala_build():
     assert kafka_broker.SCALA_BINARY is session.SCALA_BINARY is config.SCALA_BINARY
     assert ("org.apache.kafka", f"kafka_{config.SCALA_BINARY}", kafka_broker.KAFKA_VERSION) in (
-        kafka_broker._wanted_modules())
+        kafka_broker._wanted_modules()
+    )
     assert f"spark-sql-kafka-0-10_{config.SCALA_BINARY}:" in session.kafka_package()
 
 
 @pytest.mark.kafka
-def test_the_test_runs_broker_keeps_its_files_in_the_runs_temporary_folder(own_broker, tmp_path_factory):
+def test_the_test_runs_broker_keeps_its_files_in_the_runs_temporary_folder(
+    own_broker, tmp_path_factory
+):
     temporary = tmp_path_factory.getbasetemp()
     assert temporary in own_broker.home.parents and ROOT not in own_broker.home.parents
     assert (own_broker.data_dir / "meta.properties").exists() and own_broker.server_log.exists()
@@ -113,7 +124,16 @@ def test_the_test_runs_broker_keeps_its_files_in_the_runs_temporary_folder(own_b
 @pytest.mark.smoke
 def test_local_kafka_topics_lists_and_creates(kafka_bootstrap, topic, course_home):
     name = topic("cli")
-    result = run_script("local_kafka.py", "topics", "--create", name, "--partitions", "2", home=course_home, timeout=60)
+    result = run_script(
+        "local_kafka.py",
+        "topics",
+        "--create",
+        name,
+        "--partitions",
+        "2",
+        home=course_home,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert f"Topics at {kafka_bootstrap}" in result.stdout and f"  {name}\n" in result.stdout
     assert sorted(end_offsets(kafka_bootstrap, name)) == [0, 1]
@@ -124,57 +144,100 @@ def test_local_kafka_topics_lists_and_creates(kafka_bootstrap, topic, course_hom
 def test_local_kafka_status_describes_the_broker(own_broker, course_home):
     # The test broker's home is <tmp>/kafka-home/.runtime/kafka: the layout of a course home.
     ports = ("--port", str(own_broker.port), "--controller-port", str(own_broker.controller_port))
-    result = run_script("local_kafka.py", "status", *ports, home=own_broker.home.parents[1], timeout=60)
+    result = run_script(
+        "local_kafka.py", "status", *ports, home=own_broker.home.parents[1], timeout=60
+    )
     assert result.returncode == 0, result.stderr[-2000:]
-    assert f"The course's Kafka broker is running (PID {kafka_broker.running_pid(own_broker)})" in result.stdout
+    assert (
+        f"The course's Kafka broker is running (PID {kafka_broker.running_pid(own_broker)})"
+        in result.stdout
+    )
     assert f"bootstrap servers: {own_broker.bootstrap}" in result.stdout
     assert f"jars:              {own_broker.lib_dir}" in result.stdout
 
     # Another course home, same port: a broker answers there, but that home did not start it.
     elsewhere = run_script("local_kafka.py", "status", *ports, home=course_home, timeout=60)
-    assert f"A Kafka broker answers at {own_broker.bootstrap}, but it was not started from this" in " ".join(
-        elsewhere.stdout.split())
-    nothing = run_script("local_kafka.py", "status", "--port", str(free_port(HOST)), home=course_home, timeout=60)
+    assert (
+        f"A Kafka broker answers at {own_broker.bootstrap}, but it was not started from this"
+        in " ".join(elsewhere.stdout.split())
+    )
+    nothing = run_script(
+        "local_kafka.py", "status", "--port", str(free_port(HOST)), home=course_home, timeout=60
+    )
     assert "The course's Kafka broker is not running" in nothing.stdout
 
 
 @pytest.mark.smoke
 def test_local_kafka_start_explains_a_port_held_by_another_program(course_home):
     with silent_listener() as port:
-        result = run_script("local_kafka.py", "start", "--port", str(port), "--controller-port", str(free_port(HOST)),
-                            home=course_home, timeout=90)
+        result = run_script(
+            "local_kafka.py",
+            "start",
+            "--port",
+            str(port),
+            "--controller-port",
+            str(free_port(HOST)),
+            home=course_home,
+            timeout=90,
+        )
     assert result.returncode == 1
-    assert f"Port {port} on {HOST} is already in use by a program that is not a Kafka broker" in " ".join(
-        result.stderr.split())
+    assert (
+        f"Port {port} on {HOST} is already in use by a program that is not a Kafka broker"
+        in " ".join(result.stderr.split())
+    )
     assert "LOCAL_KAFKA_PORT=" in result.stderr and "Traceback" not in result.stderr
 
 
 @pytest.mark.smoke
 def test_local_kafka_start_explains_a_failed_download(course_home, tmp_path):
     # An empty jar folder, an empty Ivy cache (another user.home) and a proxy that refuses: the jars cannot come.
-    java_options = (f"-Duser.home={tmp_path / 'empty-home'} -Dhttps.proxyHost={HOST} -Dhttps.proxyPort=1 "
-                    f"-Dhttp.proxyHost={HOST} -Dhttp.proxyPort=1")
+    java_options = (
+        f"-Duser.home={tmp_path / 'empty-home'} -Dhttps.proxyHost={HOST} -Dhttps.proxyPort=1 "
+        f"-Dhttp.proxyHost={HOST} -Dhttp.proxyPort=1"
+    )
     jars = tmp_path / "jars"
-    result = run_script("local_kafka.py", "start", "--port", str(free_port(HOST)),
-                        "--controller-port", str(free_port(HOST)), home=course_home, timeout=300,
-                        env={"JAVA_TOOL_OPTIONS": java_options, kafka_broker.KAFKA_JARS_ENV: str(jars)})
+    result = run_script(
+        "local_kafka.py",
+        "start",
+        "--port",
+        str(free_port(HOST)),
+        "--controller-port",
+        str(free_port(HOST)),
+        home=course_home,
+        timeout=300,
+        env={"JAVA_TOOL_OPTIONS": java_options, kafka_broker.KAFKA_JARS_ENV: str(jars)},
+    )
     assert result.returncode == 1
     message = " ".join(result.stderr.split())
     assert f"Could not download the Kafka {kafka_broker.KAFKA_VERSION} broker jars" in message
-    assert "Maven Central" in message and "KAFKA_BOOTSTRAP_SERVERS" in message and "Traceback" not in message
-    assert [path.name for path in jars.iterdir()] == [f"kafka_{config.SCALA_BINARY}-{kafka_broker.KAFKA_VERSION}.lock"]
-    assert not (course_home / ".runtime" / "kafka" / "lib").exists()  # no half-filled folder is left
+    assert (
+        "Maven Central" in message
+        and "KAFKA_BOOTSTRAP_SERVERS" in message
+        and "Traceback" not in message
+    )
+    assert [path.name for path in jars.iterdir()] == [
+        f"kafka_{config.SCALA_BINARY}-{kafka_broker.KAFKA_VERSION}.lock"
+    ]
+    assert not (
+        course_home / ".runtime" / "kafka" / "lib"
+    ).exists()  # no half-filled folder is left
 
 
 @pytest.mark.smoke
 def test_local_kafka_start_without_java_says_how_to_install_it(course_home):
-    result = run_script("local_kafka.py", "start", "--port", str(free_port(HOST)),
-                        "--controller-port", str(free_port(HOST)), home=course_home, timeout=60,
-                        env={"PATH": "/nonexistent", "JAVA_HOME": ""})
+    result = run_script(
+        "local_kafka.py",
+        "start",
+        "--port",
+        str(free_port(HOST)),
+        "--controller-port",
+        str(free_port(HOST)),
+        home=course_home,
+        timeout=60,
+        env={"PATH": "/nonexistent", "JAVA_HOME": ""},
+    )
     assert result.returncode == 1
     assert "Java was not found" in result.stderr and "Traceback" not in result.stderr
-
-
 
 
 def test_a_cluster_id_never_starts_with_a_dash(monkeypatch):
@@ -184,7 +247,9 @@ def test_a_cluster_id_never_starts_with_a_dash(monkeypatch):
 
     from common import kafka_broker
 
-    ids = iter([uuid.UUID(bytes=bytes([0xF8]) + bytes(15)), uuid.UUID(bytes=bytes([0x10]) + bytes(15))])
+    ids = iter(
+        [uuid.UUID(bytes=bytes([0xF8]) + bytes(15)), uuid.UUID(bytes=bytes([0x10]) + bytes(15))]
+    )
     monkeypatch.setattr(kafka_broker.uuid, "uuid4", lambda: next(ids))
 
     cluster_id = kafka_broker.new_cluster_id()

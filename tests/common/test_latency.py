@@ -7,8 +7,8 @@ from types import SimpleNamespace
 import pytest
 
 from common import latency
-from common.kafka import consume_all, ensure_topics
 from common.errors import CourseError
+from common.kafka import consume_all, ensure_topics
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
@@ -26,11 +26,15 @@ def test_percentile_is_the_nearest_rank():
 
 def test_summary_rows_give_p50_and_p90_per_label():
     assert latency.summary_rows({"fast": [1, 2, 3, 4], "slow": [100.4]}) == [
-        ("fast", 4, "2 ms", "4 ms"), ("slow", 1, "100 ms", "100 ms")]
+        ("fast", 4, "2 ms", "4 ms"),
+        ("slow", 1, "100 ms", "100 ms"),
+    ]
 
 
 @pytest.mark.kafka
-def test_sent_messages_carry_their_time_and_stamped_topics_give_the_broker_time(kafka_bootstrap, topic):
+def test_sent_messages_carry_their_time_and_stamped_topics_give_the_broker_time(
+    kafka_bootstrap, topic
+):
     source, stamped = topic("timed"), topic("stamped")
     ensure_topics(kafka_bootstrap, [source], partitions=1)
     latency.create_stamped_topics(kafka_bootstrap, [stamped])
@@ -39,7 +43,9 @@ def test_sent_messages_carry_their_time_and_stamped_topics_give_the_broker_time(
     # A result written by hand, as a query would: it carries sent_ms; the broker stamps it.
     latency.send_timed(kafka_bootstrap, stamped, [{"id": 1}])
 
-    assert [record["id"] for record in sent] == [1, 2] and all(record["sent_ms"] > 0 for record in sent)
+    assert [record["id"] for record in sent] == [1, 2] and all(
+        record["sent_ms"] > 0 for record in sent
+    )
     [(value, measured)] = latency.stamped_results(kafka_bootstrap, stamped)
     [record] = consume_all(kafka_bootstrap, stamped)
     assert record.timestamp_type == latency.LOG_APPEND_TIME
@@ -69,7 +75,9 @@ def context(master: str, default_parallelism: int = 2) -> SimpleNamespace:
 def test_real_time_beside_micro_batches_on_too_few_local_cores_is_explained(master, cores):
     from common.latency import cores_missing
 
-    advice = cores_missing(context(master, default_parallelism=8), 1)  # a local master's name counts
+    advice = cores_missing(
+        context(master, default_parallelism=8), 1
+    )  # a local master's name counts
 
     assert advice is not None and f"This session has {cores} ({master})" in advice
     assert "2 cores for this 1-partition topic" in advice and "--master 'local[2]'" in advice
@@ -81,9 +89,14 @@ def test_enough_cores_is_not_questioned_and_a_cluster_counts_its_executors_cores
     monkeypatch.setattr("os.cpu_count", lambda: 2)
     masters = ("local[2]", "local[*]", "spark://127.0.0.1:7077", "yarn")
     assert [cores_missing(context(master), 1) for master in masters] == [None, None, None, None]
-    assert cores_missing(context("local[2]"), 2) is not None  # two real-time partitions and the micro-batches: 3
+    assert (
+        cores_missing(context("local[2]"), 2) is not None
+    )  # two real-time partitions and the micro-batches: 3
     monkeypatch.setattr("os.cpu_count", lambda: 1)
     assert "This session has 1 (local[*])" in cores_missing(context("local[*]"), 1)
     # A 2-core worker cannot hold 3 real-time partitions and the micro-batch query.
     advice = cores_missing(context("spark://127.0.0.1:7077", default_parallelism=2), 3)
-    assert "This session has 2 (spark://127.0.0.1:7077)" in advice and "executors have 4 cores or more" in advice
+    assert (
+        "This session has 2 (spark://127.0.0.1:7077)" in advice
+        and "executors have 4 cores or more" in advice
+    )

@@ -28,9 +28,13 @@ EPOCH = "1970-01-01T00:00:00.000Z"
 
 
 def progress(batch_id: int, watermark: str, rows: int, *, dropped: int = 0, state: int = 0) -> dict:
-    return {"batchId": batch_id, "numInputRows": rows, "eventTime": {"watermark": watermark},
-            "durationMs": {"addBatch": 5, "triggerExecution": 9},
-            "stateOperators": [{"numRowsTotal": state, "numRowsDroppedByWatermark": dropped}]}
+    return {
+        "batchId": batch_id,
+        "numInputRows": rows,
+        "eventTime": {"watermark": watermark},
+        "durationMs": {"addBatch": 5, "triggerExecution": 9},
+        "stateOperators": [{"numRowsTotal": state, "numRowsDroppedByWatermark": dropped}],
+    }
 
 
 def window(start: str, end: str, *ids: int) -> Row:
@@ -40,12 +44,18 @@ def window(start: str, end: str, *ids: int) -> Row:
 # Two 10 s windows; a late record 3 (window [00,10)) comes after the watermark passed 10:30:10.
 SCENARIO = [[(1, 2), (2, 15)], [(3, 4), (4, 31)], []]
 RUN = Run(
-    batches=[BatchResult(0, [], EPOCH), BatchResult(1, [window("10:30:00", "10:30:10", 1)], iso_at("10:30:05")),
-             BatchResult(2, [window("10:30:10", "10:30:20", 2)], iso_at("10:30:21"))],
-    progress=[progress(0, EPOCH, 2, state=2), progress(1, iso_at("10:30:05"), 2, dropped=1, state=2),
-              progress(2, iso_at("10:30:21"), 0, state=1),
-              # an idle report: the next batch's id, no addBatch, the last batch's state figures
-              {**progress(3, iso_at("10:30:21"), 0, state=1), "durationMs": {"triggerExecution": 1}}],
+    batches=[
+        BatchResult(0, [], EPOCH),
+        BatchResult(1, [window("10:30:00", "10:30:10", 1)], iso_at("10:30:05")),
+        BatchResult(2, [window("10:30:10", "10:30:20", 2)], iso_at("10:30:21")),
+    ],
+    progress=[
+        progress(0, EPOCH, 2, state=2),
+        progress(1, iso_at("10:30:05"), 2, dropped=1, state=2),
+        progress(2, iso_at("10:30:21"), 0, state=1),
+        # an idle report: the next batch's id, no addBatch, the last batch's state figures
+        {**progress(3, iso_at("10:30:21"), 0, state=1), "durationMs": {"triggerExecution": 1}},
+    ],
 )
 
 
@@ -55,9 +65,13 @@ def test_late_rows_are_dropped_with_the_previous_batchs_watermark():
 
 def test_the_table_shows_both_watermarks_and_one_line_per_sink_row():
     records = [[{"id": 1}], [{"id": 3}]]
-    table = watermark_table(records, RUN, describe_input=lambda rs: " ".join(f"#{r['id']}" for r in rs),
-                            describe_row=lambda row: str(row.ids),
-                            describe_dropped=lambda rs: " ".join(f"#{r['id']}" for r in rs if r["id"] == 3))
+    table = watermark_table(
+        records,
+        RUN,
+        describe_input=lambda rs: " ".join(f"#{r['id']}" for r in rs),
+        describe_row=lambda row: str(row.ids),
+        describe_dropped=lambda rs: " ".join(f"#{r['id']}" for r in rs if r["id"] == 3),
+    )
     assert table == [
         ("0", "#1", "-", "-", "-", "-"),
         ("1", "#3", "-", "10:30:05", "[1]", "#3"),
@@ -75,8 +89,9 @@ def test_times_as_seconds_after_the_scenarios_start_and_back():
 def test_progress_readings():
     assert dropped_by_watermark(RUN.progress) == 1
     assert state_rows(RUN.progress) == {0: 2, 1: 2, 2: 1}
-    assert describe_progress(RUN.progress) == ("read 4 rows in 3 micro-batches and dropped 1 as too late; "
-                                               "its watermark ended at 10:30:21.")
+    assert describe_progress(RUN.progress) == (
+        "read 4 rows in 3 micro-batches and dropped 1 as too late; its watermark ended at 10:30:21."
+    )
     assert describe_progress([]).endswith("its watermark never moved from its start.")
 
 
@@ -95,13 +110,16 @@ def test_a_windowed_replay_is_shown_with_each_records_fate(tmp_path, capsys):
     scenario = [[(1, 2), (2, 15)], [(3, 4), (4, 31)]]
     run = Run(batches=RUN.batches, progress=RUN.progress)
 
-    fates = show_window_lateness(run, scenario, window_seconds=10, ids="ids", picture=tmp_path / "late.png",
-                                 title="test")
+    fates = show_window_lateness(
+        run, scenario, window_seconds=10, ids="ids", picture=tmp_path / "late.png", title="test"
+    )
 
     # 3's window [00,10) was closed: dropped. 4's window [30,40) is still open at 10:30:21.
     assert fates == {"r1": "counted", "r2": "counted", "r3": "dropped", "r4": "waiting"}
     out = capsys.readouterr().out
-    assert re.search(r"^  1\s+r3@04 r4@31\s+-\s+10:30:05\s+\[00,10\) r1\s+r3$", out, re.MULTILINE), out
+    assert re.search(
+        r"^  1\s+r3@04 r4@31\s+-\s+10:30:05\s+\[00,10\) r1\s+r3$", out, re.MULTILINE
+    ), out
     assert "1 rows dropped; records missing from every window: 1." in out
     assert (tmp_path / "late.png").read_bytes()[:4] == b"\x89PNG"
 
@@ -113,7 +131,9 @@ def test_the_picture_gets_each_batchs_points_and_watermarks(tmp_path):
     pictures = replay_pictures(points, RUN, fates, too_late_below=lambda mark: mark // 10 * 10)
 
     assert pictures == [
-        BatchPicture(0, [Arrival("r1", 2, "counted"), Arrival("r2", 15, "counted")], None, None, None),
+        BatchPicture(
+            0, [Arrival("r1", 2, "counted"), Arrival("r2", 15, "counted")], None, None, None
+        ),
         BatchPicture(1, [Arrival("r3", 4, "dropped"), Arrival("r4", 31, "waiting")], None, 5, None),
         BatchPicture(2, [], 5, 21, 0),
     ]

@@ -14,8 +14,8 @@ from common.metrics import (
     Snapshot,
     event_log_conf,
     history_server_command,
-    prometheus_conf,
     print_streaming_metrics,
+    prometheus_conf,
     streaming_metrics,
 )
 from conftest import free_port
@@ -55,12 +55,20 @@ def test_the_streaming_gauges_are_found_once_each_with_their_query():
 def test_the_settings_a_session_needs_at_creation(tmp_path):
     conf = prometheus_conf("streaming_course")
     assert conf["spark.sql.streaming.metricsEnabled"] == "true"
-    assert conf["spark.metrics.conf.*.sink.prometheusServlet.class"] == \
-        "org.apache.spark.metrics.sink.PrometheusServlet"
-    assert conf["spark.metrics.conf.*.sink.prometheusServlet.path"] == PROMETHEUS_PATH == "/metrics/prometheus"
+    assert (
+        conf["spark.metrics.conf.*.sink.prometheusServlet.class"]
+        == "org.apache.spark.metrics.sink.PrometheusServlet"
+    )
+    assert (
+        conf["spark.metrics.conf.*.sink.prometheusServlet.path"]
+        == PROMETHEUS_PATH
+        == "/metrics/prometheus"
+    )
     assert conf["spark.metrics.namespace"] == "streaming_course"
-    assert event_log_conf(tmp_path / "events") == {"spark.eventLog.enabled": "true",
-                                                   "spark.eventLog.dir": (tmp_path / "events").as_uri()}
+    assert event_log_conf(tmp_path / "events") == {
+        "spark.eventLog.enabled": "true",
+        "spark.eventLog.dir": (tmp_path / "events").as_uri(),
+    }
     assert not (tmp_path / "events").exists()  # settings only: the lesson creates the folder
 
 
@@ -68,15 +76,21 @@ def test_the_history_server_starts_from_the_pip_package(tmp_path):
     command = history_server_command(tmp_path)
     spark_class = Path(pyspark.__file__).parent / "bin" / "spark-class"
     assert spark_class.is_file()
-    assert command == (f'SPARK_HISTORY_OPTS="-Dspark.history.fs.logDirectory={tmp_path.as_uri()}" '
-                       f"{spark_class} org.apache.spark.deploy.history.HistoryServer")
+    assert command == (
+        f'SPARK_HISTORY_OPTS="-Dspark.history.fs.logDirectory={tmp_path.as_uri()}" '
+        f"{spark_class} org.apache.spark.deploy.history.HistoryServer"
+    )
     assert "-Dspark.history.ui.port=18081" in history_server_command(tmp_path, port=18081)
 
 
 def fake(ui_url, progress, status=None, active=("q",)):
-    query = SimpleNamespace(recentProgress=progress, status=status or {"message": "Waiting for next trigger"})
-    spark = SimpleNamespace(sparkContext=SimpleNamespace(uiWebUrl=ui_url),
-                            streams=SimpleNamespace(active=[SimpleNamespace(name=name) for name in active]))
+    query = SimpleNamespace(
+        recentProgress=progress, status=status or {"message": "Waiting for next trigger"}
+    )
+    spark = SimpleNamespace(
+        sparkContext=SimpleNamespace(uiWebUrl=ui_url),
+        streams=SimpleNamespace(active=[SimpleNamespace(name=name) for name in active]),
+    )
     return spark, query
 
 
@@ -88,7 +102,9 @@ def test_a_snapshot_waits_for_rows_and_says_why_a_page_could_not_be_fetched(caps
     query.recentProgress.append({"numInputRows": 5})
     snapshot.take()
     assert snapshot.status == {"message": "Waiting for next trigger"} and snapshot.active == ["q"]
-    assert snapshot.page == "" and snapshot.error.startswith("URLError")  # nothing listens on that port
+    assert snapshot.page == "" and snapshot.error.startswith(
+        "URLError"
+    )  # nothing listens on that port
     print_streaming_metrics(snapshot, "streaming_course", "q")
     assert "0 streaming gauges (could not fetch it: URLError" in capsys.readouterr().out
 
@@ -100,6 +116,8 @@ def test_the_query_s_gauges_are_printed_with_what_they_are(capsys):
     print_streaming_metrics(snapshot, "streaming_course", "sensor_stats")
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "/metrics/prometheus, as last fetched while the query ran: 7 streaming gauges"
-    assert out[3] == ('  metrics_streaming_course_driver_spark_streaming_sensor_stats_latency_Value{type="gauges"} 468'
-                      "   <- last micro-batch, ms")
+    assert out[3] == (
+        '  metrics_streaming_course_driver_spark_streaming_sensor_stats_latency_Value{type="gauges"} 468'
+        "   <- last micro-batch, ms"
+    )
     assert len(out) == 7

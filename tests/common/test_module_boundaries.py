@@ -14,7 +14,9 @@ def imports_of(path) -> set[str]:
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.level == 1:
-            found.update([node.module.split(".")[0]] if node.module else [alias.name for alias in node.names])
+            found.update(
+                [node.module.split(".")[0]] if node.module else [alias.name for alias in node.names]
+            )
     return found
 
 
@@ -26,7 +28,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         state[module] = "open"
         for dependency in sorted(graph.get(module, ())):
             if state.get(dependency) == "open":
-                return trail[trail.index(dependency):] + [dependency]
+                return trail[trail.index(dependency) :] + [dependency]
             if dependency not in state and (cycle := visit(dependency, trail + [dependency])):
                 return cycle
         state[module] = "done"

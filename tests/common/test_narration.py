@@ -18,7 +18,9 @@ def test_first_line_cuts_long_messages():
 
 
 def test_table_printer_heads_each_batch_with_its_label_and_sorts_every_column(spark, capsys):
-    batch = spark.createDataFrame([("games", 2), ("books", 9), ("books", 1)], "category STRING, orders INT")
+    batch = spark.createDataFrame(
+        [("games", 2), ("books", 9), ("books", 1)], "category STRING, orders INT"
+    )
 
     table_printer("update")(batch, 7)
 

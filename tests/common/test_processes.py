@@ -15,8 +15,9 @@ from common.processes import PROC, group_members, group_stats
 
 def test_a_group_is_its_living_processes_and_none_once_they_are_killed():
     script = "import subprocess, sys, time; subprocess.Popen(['sleep', '60']); print('ready', flush=True); time.sleep(60)"
-    leader = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
-                              start_new_session=True)
+    leader = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
     try:
         assert leader.stdout.readline() == "ready\n"
         members = group_members(leader.pid)
@@ -24,7 +25,9 @@ def test_a_group_is_its_living_processes_and_none_once_they_are_killed():
             assert leader.pid in members and len(members) == 2  # python and its sleep
             names = {stat.name for stat in group_stats(leader.pid)}
             assert names == {os.path.basename(sys.executable)[:15], "sleep"}
-            assert all(stat.cpu_ticks >= 0 and stat.state != "Z" for stat in group_stats(leader.pid))
+            assert all(
+                stat.cpu_ticks >= 0 and stat.state != "Z" for stat in group_stats(leader.pid)
+            )
         else:
             assert members == [leader.pid]
     finally:

@@ -8,13 +8,27 @@ from common.progress import batches_run, rows_read
 
 
 def report(batch_id: int, rows: int, *, ran: bool = True) -> dict:
-    durations = {"addBatch": 3, "triggerExecution": 7} if ran else {"latestOffset": 1, "triggerExecution": 1}
-    return {"batchId": batch_id, "numInputRows": rows, "durationMs": durations,
-            "stateOperators": [{"numRowsTotal": 2, "numRowsRemoved": 1}]}
+    durations = (
+        {"addBatch": 3, "triggerExecution": 7}
+        if ran
+        else {"latestOffset": 1, "triggerExecution": 1}
+    )
+    return {
+        "batchId": batch_id,
+        "numInputRows": rows,
+        "durationMs": durations,
+        "stateOperators": [{"numRowsTotal": 2, "numRowsRemoved": 1}],
+    }
 
 
 def test_idle_reports_are_left_out():
-    progress = [report(0, 4), report(1, 0), report(2, 0, ran=False), report(2, 0, ran=False), report(2, 3)]
+    progress = [
+        report(0, 4),
+        report(1, 0),
+        report(2, 0, ran=False),
+        report(2, 0, ran=False),
+        report(2, 3),
+    ]
 
     assert [r["batchId"] for r in batches_run(progress)] == [0, 1, 2]
     assert rows_read(batches_run(progress)) == 7
@@ -27,10 +41,17 @@ def test_spark_idle_reports_look_as_batches_run_expects(spark, tmp_path):
     (tmp_path / "in" / "a.txt").write_text("x\ny\nx\n")
     spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "100ms")
     try:
-        query = (spark.readStream.text(str(tmp_path / "in")).groupBy("value").count()
-                 .writeStream.format("memory").queryName("idle_reports").outputMode("complete")
-                 .option("checkpointLocation", str(tmp_path / "checkpoint"))
-                 .trigger(processingTime="100 milliseconds").start())
+        query = (
+            spark.readStream.text(str(tmp_path / "in"))
+            .groupBy("value")
+            .count()
+            .writeStream.format("memory")
+            .queryName("idle_reports")
+            .outputMode("complete")
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(processingTime="100 milliseconds")
+            .start()
+        )
         try:
             query.processAllAvailable()
             give_up = time.monotonic() + 120

@@ -9,14 +9,27 @@ import pytest
 from pyspark.errors import StreamingQueryException
 
 from common.files import json_lines, write_atomically
-from common.runner import (drain, first_batch_running, foreach_batch, is_real_time, pick_trigger, run_queries,
-                           stop_between_batches, wait_until)
+from common.runner import (
+    drain,
+    first_batch_running,
+    foreach_batch,
+    is_real_time,
+    pick_trigger,
+    run_queries,
+    stop_between_batches,
+    wait_until,
+)
 
 
 def memory_query(spark, folder, name, checkpoint, **trigger):
     stream = spark.readStream.schema("n INT").option("maxFilesPerTrigger", 1).json(str(folder))
-    return (stream.writeStream.format("memory").queryName(name).option("checkpointLocation", str(checkpoint))
-            .trigger(**(trigger or {"processingTime": "100 milliseconds"})).start())
+    return (
+        stream.writeStream.format("memory")
+        .queryName(name)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(**(trigger or {"processingTime": "100 milliseconds"}))
+        .start()
+    )
 
 
 def write_files(folder, count):
@@ -25,7 +38,9 @@ def write_files(folder, count):
 
 
 def test_pick_trigger_follows_the_flags():
-    assert pick_trigger(Namespace(available_now=False), "2 seconds") == {"processingTime": "2 seconds"}
+    assert pick_trigger(Namespace(available_now=False), "2 seconds") == {
+        "processingTime": "2 seconds"
+    }
     assert pick_trigger(Namespace(available_now=True), "2 seconds") == {"availableNow": True}
     assert pick_trigger(Namespace(), "5 seconds") == {"processingTime": "5 seconds"}
 
@@ -36,7 +51,13 @@ def test_a_finished_input_is_drained_then_the_query_stops(spark, tmp_path):
     calls = []
 
     # The input is done from the start: every file is processed, then the query stops.
-    run_queries([query], Namespace(duration=600), until=lambda: True, every=lambda: calls.append(1), every_seconds=0)
+    run_queries(
+        [query],
+        Namespace(duration=600),
+        until=lambda: True,
+        every=lambda: calls.append(1),
+        every_seconds=0,
+    )
 
     assert not query.isActive
     assert sorted(row.n for row in spark.table("drained").collect()) == [0, 1, 2, 3, 4]
@@ -85,7 +106,9 @@ def test_wait_until_names_what_did_not_happen_or_why_it_never_will():
     with pytest.raises(TimeoutError, match="the answer did not happen within 0.01 s"):
         wait_until(lambda: False, "the answer", 0.01)
     with pytest.raises(RuntimeError, match="^the server ended$"):
-        wait_until(lambda: False, "the answer", 60, failed=lambda: "the server ended", error=RuntimeError)
+        wait_until(
+            lambda: False, "the answer", 60, failed=lambda: "the server ended", error=RuntimeError
+        )
     looks = iter([False, False, True])
     wait_until(lambda: next(looks), "the third look", 60, poll=0)
 
@@ -109,9 +132,13 @@ def test_a_backlog_stops_after_the_running_batch_not_at_its_end(spark, tmp_path)
     stop_between_batches(query, wait=60)
 
     assert not query.isActive and query.exception() is None
-    committed = len([name for name in (tmp_path / "cp" / "commits").iterdir() if name.name.isdigit()])
+    committed = len(
+        [name for name in (tmp_path / "cp" / "commits").iterdir() if name.name.isdigit()]
+    )
     rows = spark.table("backlog").count()
-    assert 1 <= committed < 40, f"{committed} batches committed: the stop waited for the whole backlog"
+    assert 1 <= committed < 40, (
+        f"{committed} batches committed: the stop waited for the whole backlog"
+    )
     # One file per batch. The next batch may have reached the memory sink before the stop
     # cancelled it uncommitted (a restart would run it again): at most one more.
     assert committed <= rows <= committed + 1
@@ -134,7 +161,11 @@ def test_a_failing_query_raises_its_failure(spark, tmp_path):
         raise ValueError("a bug in the sink")
 
     stream = spark.readStream.schema("n INT").json(str(tmp_path / "in"))
-    query = stream.writeStream.foreachBatch(broken).option("checkpointLocation", str(tmp_path / "cp")).start()
+    query = (
+        stream.writeStream.foreachBatch(broken)
+        .option("checkpointLocation", str(tmp_path / "cp"))
+        .start()
+    )
 
     with pytest.raises(StreamingQueryException, match="a bug in the sink"):
         run_queries([query], Namespace(duration=600))
@@ -148,15 +179,23 @@ def fake_query(progress, trigger_active):
 def test_first_batch_grace_applies_only_while_a_first_batch_runs():
     assert first_batch_running([fake_query([], False)])  # still starting: no progress at all yet
     assert first_batch_running([fake_query([], True)])
-    assert first_batch_running([fake_query([{"numInputRows": 0}], True)])  # first batch with input runs
-    assert not first_batch_running([fake_query([{"numInputRows": 0}], False)])  # ran, and no input came
-    assert not first_batch_running([fake_query([{"numInputRows": 3}], True)])  # a batch with input is done
+    assert first_batch_running(
+        [fake_query([{"numInputRows": 0}], True)]
+    )  # first batch with input runs
+    assert not first_batch_running(
+        [fake_query([{"numInputRows": 0}], False)]
+    )  # ran, and no input came
+    assert not first_batch_running(
+        [fake_query([{"numInputRows": 3}], True)]
+    )  # a batch with input is done
 
 
 def test_foreach_batch_turns_an_interruption_into_one_line_and_passes_other_errors():
     def interrupted(batch, batch_id):
-        raise RuntimeError("An error occurred while calling o139.collectToPython.\n: java.lang.InterruptedException\n"
-                           + "\tat java.base/...\n" * 500)
+        raise RuntimeError(
+            "An error occurred while calling o139.collectToPython.\n: java.lang.InterruptedException\n"
+            + "\tat java.base/...\n" * 500
+        )
 
     def broken(batch, batch_id):
         raise ValueError("a real bug")
@@ -172,7 +211,9 @@ def test_foreach_batch_turns_an_interruption_into_one_line_and_passes_other_erro
     assert foreach_batch(lambda batch, batch_id: batch_id * 2)(None, 21) == 42
 
 
-def test_ctrl_c_hides_py4js_tracebacks_of_the_interrupted_call_and_its_closed_connection(caplog, capsys):
+def test_ctrl_c_hides_py4js_tracebacks_of_the_interrupted_call_and_its_closed_connection(
+    caplog, capsys
+):
     import logging
 
     from common.runner import run_lesson
@@ -184,7 +225,9 @@ def test_ctrl_c_hides_py4js_tracebacks_of_the_interrupted_call_and_its_closed_co
             try:  # what py4j does next: close the connection, which breaks
                 raise BrokenPipeError(32, "Broken pipe")
             except BrokenPipeError:
-                logging.getLogger("py4j.clientserver").exception("Exception occurred while shutting down connection")
+                logging.getLogger("py4j.clientserver").exception(
+                    "Exception occurred while shutting down connection"
+                )
             logging.exception("KeyboardInterrupt while sending command.")
             raise
 
@@ -198,7 +241,9 @@ def test_ctrl_c_hides_py4js_tracebacks_of_the_interrupted_call_and_its_closed_co
     try:
         raise BrokenPipeError(32, "Broken pipe")
     except BrokenPipeError:
-        logging.getLogger("py4j.clientserver").exception("Exception occurred while shutting down connection")
+        logging.getLogger("py4j.clientserver").exception(
+            "Exception occurred while shutting down connection"
+        )
     assert [record.exc_info[0] for record in caplog.records] == [BrokenPipeError]
 
 
@@ -209,10 +254,14 @@ def test_ctrl_c_in_the_run_loop_is_raised_between_calls_and_the_query_still_stop
     query = memory_query(spark, tmp_path / "in", "interrupted", tmp_path / "cp")
     handler_before, presses = signal.getsignal(signal.SIGINT), []
 
-    def press_ctrl_c() -> None:  # the run loop's callback: Ctrl-C lands here, as it would inside a JVM call
+    def press_ctrl_c() -> (
+        None
+    ):  # the run loop's callback: Ctrl-C lands here, as it would inside a JVM call
         presses.append("pressed")
         signal.raise_signal(signal.SIGINT)
-        presses.append("went on")  # the plain handler would have raised KeyboardInterrupt on the line above
+        presses.append(
+            "went on"
+        )  # the plain handler would have raised KeyboardInterrupt on the line above
 
     with pytest.raises(KeyboardInterrupt):
         run_queries([query], Namespace(duration=600), every=press_ctrl_c, every_seconds=0)

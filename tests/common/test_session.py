@@ -16,7 +16,9 @@ def test_resolved_jars_are_remembered_per_package_set_and_reused(tmp_path, monke
     assert session.cached_jars(PACKAGES) == []  # never resolved: Ivy must run
     session.remember_jars(PACKAGES, ",".join(f"file://{jar}" for jar in jars))
 
-    assert session.cached_jars(list(reversed(PACKAGES))) == [str(jar) for jar in jars]  # order does not matter
+    assert session.cached_jars(list(reversed(PACKAGES))) == [
+        str(jar) for jar in jars
+    ]  # order does not matter
     assert session.cached_jars(PACKAGES[:1]) == []  # another package set: its own list
 
 

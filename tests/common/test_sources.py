@@ -6,15 +6,25 @@ import pytest
 from pyspark.sql.types import DoubleType, StringType, StructField, StructType, TimestampType
 
 from common.files import write_atomically
-from common.sources import (parse_json, quarantine_counts, quarantine_summary, quarantined, read_json_lines,
-                            read_products, start_quarantine, valid_records)
+from common.sources import (
+    parse_json,
+    quarantine_counts,
+    quarantine_summary,
+    quarantined,
+    read_json_lines,
+    read_products,
+    start_quarantine,
+    valid_records,
+)
 
-SCHEMA = StructType([
-    StructField("id", StringType(), nullable=False),
-    StructField("amount", DoubleType()),
-    StructField("note", StringType()),
-    StructField("at", TimestampType(), nullable=False),
-])
+SCHEMA = StructType(
+    [
+        StructField("id", StringType(), nullable=False),
+        StructField("amount", DoubleType()),
+        StructField("note", StringType()),
+        StructField("at", TimestampType(), nullable=False),
+    ]
+)
 
 GOOD = '{"id":"a","amount":1.5,"at":"2025-01-15T10:30:00Z"}'
 CASES = [
@@ -55,12 +65,20 @@ def test_good_plus_quarantined_is_every_line(parsed):
 def test_file_lines_carry_their_file_name(spark, tmp_path):
     write_atomically(tmp_path / "in", "one.json", GOOD + "\n{broken\n")
     lines = read_json_lines(spark, tmp_path / "in")
-    query = (parse_json(lines, SCHEMA).writeStream.format("memory").queryName("parsed_lines")
-             .option("checkpointLocation", str(tmp_path / "cp")).trigger(availableNow=True).start())
+    query = (
+        parse_json(lines, SCHEMA)
+        .writeStream.format("memory")
+        .queryName("parsed_lines")
+        .option("checkpointLocation", str(tmp_path / "cp"))
+        .trigger(availableNow=True)
+        .start()
+    )
     query.awaitTermination()
     rows = sorted(spark.table("parsed_lines").collect(), key=lambda row: row.value)
     assert [(row.source_file, row.quarantine_reason) for row in rows] == [
-        ("one.json", None), ("one.json", "not a JSON object")]
+        ("one.json", None),
+        ("one.json", "not a JSON object"),
+    ]
 
 
 def test_the_catalogue_reads_with_its_schema(spark):
@@ -76,8 +94,12 @@ def test_the_quarantine_sink_keeps_each_bad_line_once_across_runs(spark, tmp_pat
     assert quarantine_summary(spark, folder) == "none"
 
     def run_once() -> None:
-        bad = quarantined(parse_json(read_json_lines(spark, tmp_path / "in"), SCHEMA), "source_file")
-        query = start_quarantine(bad, folder, tmp_path / "cp", {"availableNow": True}, name="test_quarantine")
+        bad = quarantined(
+            parse_json(read_json_lines(spark, tmp_path / "in"), SCHEMA), "source_file"
+        )
+        query = start_quarantine(
+            bad, folder, tmp_path / "cp", {"availableNow": True}, name="test_quarantine"
+        )
         query.awaitTermination()
         assert query.exception() is None
 
@@ -87,6 +109,13 @@ def test_the_quarantine_sink_keeps_each_bad_line_once_across_runs(spark, tmp_pat
 
     assert quarantine_counts(spark, folder) == [("not a JSON object", 2), ("empty line", 1)]
     assert quarantine_summary(spark, folder) == "2 (not a JSON object), 1 (empty line)"
-    rows = spark.read.schema("reason STRING, raw_line STRING, source_file STRING").json(str(folder)).collect()
+    rows = (
+        spark.read.schema("reason STRING, raw_line STRING, source_file STRING")
+        .json(str(folder))
+        .collect()
+    )
     assert sorted((row.source_file, row.raw_line) for row in rows) == [
-        ("one.json", ""), ("one.json", "{broken"), ("two.json", "not json at all")]
+        ("one.json", ""),
+        ("one.json", "{broken"),
+        ("two.json", "not json at all"),
+    ]

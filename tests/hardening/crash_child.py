@@ -31,7 +31,9 @@ from common.runner import finish, foreach_batch, raise_failure  # noqa: E402
 
 SCHEMA = "record_id STRING, user_id STRING, amount DOUBLE, event_time TIMESTAMP"
 FILES_PER_BATCH = 1  # one batch per input file: more batches, more places for a kill to land
-WAIT_TRIGGER = {"processingTime": "500 milliseconds"}  # "wait": new batches as files come, until killed
+WAIT_TRIGGER = {
+    "processingTime": "500 milliseconds"
+}  # "wait": new batches as files come, until killed
 RECORDS_TABLE = """CREATE TABLE IF NOT EXISTS crash_records (
     record_id VARCHAR(16) NOT NULL, batch_id BIGINT NOT NULL)"""  # no key: a second copy would show
 ADD_RECORD = "INSERT INTO crash_records (record_id, batch_id) VALUES (?, ?)"
@@ -40,34 +42,47 @@ STARTED = "crash child: queries started"  # the parent times its random delays f
 
 def folders(root: Path) -> SimpleNamespace:
     """The input, the three sinks and the checkpoints under ``root``."""
-    return SimpleNamespace(input=root / "input", delta=root / "delta", files=root / "files",
-                           jdbc=database.Jdbc(f"jdbc:sqlite:{root / 'records.db'}"), checkpoints=root / "checkpoints")
+    return SimpleNamespace(
+        input=root / "input",
+        delta=root / "delta",
+        files=root / "files",
+        jdbc=database.Jdbc(f"jdbc:sqlite:{root / 'records.db'}"),
+        checkpoints=root / "checkpoints",
+    )
 
 
 def read_records(spark, where):
-    return spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", FILES_PER_BATCH).json(str(where.input))
+    return (
+        spark.readStream.schema(SCHEMA)
+        .option("maxFilesPerTrigger", FILES_PER_BATCH)
+        .json(str(where.input))
+    )
 
 
 def write_delta(batch, batch_id: int, where) -> None:
     """Append once per (query id, batch id): Delta skips a txnVersion it has committed for this app id."""
     app_id = batch.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
-    batch.write.format("delta").mode("append").option("txnAppId", app_id).option("txnVersion", batch_id) \
-        .save(str(where.delta))
+    batch.write.format("delta").mode("append").option("txnAppId", app_id).option(
+        "txnVersion", batch_id
+    ).save(str(where.delta))
 
 
 def write_database(batch, batch_id: int, where) -> None:
     """One row per record, in one transaction with the claim of the batch id: a replay changes nothing."""
     app_id = batch.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
     rows = [(row.record_id, batch_id) for row in batch.select("record_id").collect()]
-    database.apply_batch_once(batch.sparkSession, where.jdbc, app_id, batch_id, ADD_RECORD, rows,
-                              input_rows=len(rows))
+    database.apply_batch_once(
+        batch.sparkSession, where.jdbc, app_id, batch_id, ADD_RECORD, rows, input_rows=len(rows)
+    )
 
 
 def start_all(spark, where, trigger: dict) -> list:
     """The two queries: foreachBatch into Delta then the database, and the file sink."""
     database.create_tables(spark, where.jdbc, [RECORDS_TABLE])
     to_delta = crash.pausable(lambda batch, batch_id: write_delta(batch, batch_id, where), "delta")
-    to_database = crash.pausable(lambda batch, batch_id: write_database(batch, batch_id, where), "database")
+    to_database = crash.pausable(
+        lambda batch, batch_id: write_database(batch, batch_id, where), "database"
+    )
 
     def write_batch(batch, batch_id: int) -> None:
         batch.persist()
@@ -75,22 +90,37 @@ def start_all(spark, where, trigger: dict) -> list:
         to_database(batch, batch_id)
         batch.unpersist()
 
-    batches = (read_records(spark, where).writeStream.foreachBatch(foreach_batch(write_batch))
-               .option("checkpointLocation", str(where.checkpoints / "batches")).trigger(**trigger).start())
-    files = (read_records(spark, where).writeStream.format("json").option("path", str(where.files))
-             .option("checkpointLocation", str(where.checkpoints / "files")).trigger(**trigger).start())
+    batches = (
+        read_records(spark, where)
+        .writeStream.foreachBatch(foreach_batch(write_batch))
+        .option("checkpointLocation", str(where.checkpoints / "batches"))
+        .trigger(**trigger)
+        .start()
+    )
+    files = (
+        read_records(spark, where)
+        .writeStream.format("json")
+        .option("path", str(where.files))
+        .option("checkpointLocation", str(where.checkpoints / "files"))
+        .trigger(**trigger)
+        .start()
+    )
     return [batches, files]
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--root", type=Path, required=True, help="the folder of the input, sinks and checkpoints")
+    parser.add_argument(
+        "--root", type=Path, required=True, help="the folder of the input, sinks and checkpoints"
+    )
     parser.add_argument("mode", choices=("wait", "finish"))
     args = parser.parse_args(argv)
     from common.session import get_spark
 
     spark = get_spark("crash-child", master="local[2]", delta=True, jdbc=True, ui=False)
-    queries = start_all(spark, folders(args.root), WAIT_TRIGGER if args.mode == "wait" else {"availableNow": True})
+    queries = start_all(
+        spark, folders(args.root), WAIT_TRIGGER if args.mode == "wait" else {"availableNow": True}
+    )
     print(STARTED, flush=True)
     if args.mode == "finish":
         finish(queries)

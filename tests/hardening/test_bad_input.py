@@ -13,12 +13,28 @@ from __future__ import annotations
 from collections import defaultdict
 
 import pytest
+from corpus import (
+    BIG_LINE_BYTES,
+    EVERY_DATASET,
+    ISSUE_KINDS,
+    NOT_UTF8,
+    SHOP_EVENTS,
+    TRANSACTIONS,
+    Case,
+    corpus,
+    field_cases,
+)
 
 from common.kafka import ensure_topics
 from common.runner import finish, foreach_batch
-from common.sources import kafka_text, parse_json, quarantined, read_json_lines, read_kafka, valid_records
-from corpus import (BIG_LINE_BYTES, EVERY_DATASET, ISSUE_KINDS, NOT_UTF8, SHOP_EVENTS, TRANSACTIONS, Case,
-                    corpus, field_cases)
+from common.sources import (
+    kafka_text,
+    parse_json,
+    quarantined,
+    read_json_lines,
+    read_kafka,
+    valid_records,
+)
 
 # kafka-python 3.0 loads its protocol schemas with importlib.resources calls that Python 3.11 deprecates.
 pytestmark = [
@@ -48,17 +64,32 @@ def test_the_line_model_splits_like_spark_text_source():
         return Case("", name, data, (), "").lines()
 
     assert lines(b"a\nb\n") == [b"a", b"b"]  # a final line end adds no line
-    assert lines(b"a\r\nb\rc") == [b"a", b"b", b"c"]  # \r\n and a lone \r end lines; a last line needs none
-    assert lines(b"\xef\xbb\xbfa\n\xef\xbb\xbfb\n") == [b"a", b"\xef\xbb\xbfb"]  # a BOM is skipped at the start only
+    assert lines(b"a\r\nb\rc") == [
+        b"a",
+        b"b",
+        b"c",
+    ]  # \r\n and a lone \r end lines; a last line needs none
+    assert lines(b"\xef\xbb\xbfa\n\xef\xbb\xbfb\n") == [
+        b"a",
+        b"\xef\xbb\xbfb",
+    ]  # a BOM is skipped at the start only
     assert lines(b"\n\n") == [b"", b""]
     assert lines(b"") == []
 
 
 def test_the_schemas_state_the_obvious_ranges():
-    ranges = {(data.name, spec.name): dict(spec.metadata) for data in EVERY_DATASET
-              for spec in data.schema.fields if spec.metadata}
-    assert ranges == {("transactions", "amount"): {"min": 0}, ("shop events", "price"): {"min": 0},
-                      ("shop events", "quantity"): {"min": 0}, ("sensor readings", "humidity"): {"min": 0, "max": 100}}
+    ranges = {
+        (data.name, spec.name): dict(spec.metadata)
+        for data in EVERY_DATASET
+        for spec in data.schema.fields
+        if spec.metadata
+    }
+    assert ranges == {
+        ("transactions", "amount"): {"min": 0},
+        ("shop events", "price"): {"min": 0},
+        ("shop events", "quantity"): {"min": 0},
+        ("sensor readings", "humidity"): {"min": 0, "max": 100},
+    }
 
 
 # --- Every schema's field rules, on a static DataFrame ---------------------------------------------
@@ -67,18 +98,30 @@ def test_the_schemas_state_the_obvious_ranges():
 @pytest.mark.parametrize("data", EVERY_DATASET, ids=lambda data: data.name)
 def test_every_schema_quarantines_by_its_own_rules(spark, data):
     cases = field_cases(data)
-    rows = [(case.name, number, line.decode()) for case in cases for number, line in enumerate(case.lines())]
-    parsed = parse_json(spark.createDataFrame(rows, "case string, number int, value string"), data.schema)
+    rows = [
+        (case.name, number, line.decode())
+        for case in cases
+        for number, line in enumerate(case.lines())
+    ]
+    parsed = parse_json(
+        spark.createDataFrame(rows, "case string, number int, value string"), data.schema
+    )
 
     outcomes = {(row.case, row.number): row.quarantine_reason for row in parsed.collect()}
 
-    assert outcomes == {(case.name, number): outcome for case in cases for number, outcome in enumerate(case.outcomes)}
+    assert outcomes == {
+        (case.name, number): outcome
+        for case in cases
+        for number, outcome in enumerate(case.outcomes)
+    }
 
 
 # --- The sources, streaming ------------------------------------------------------------------------
 
 
-def run_through_the_source(spark, lines, schema, checkpoint, *, source: str) -> tuple[dict, dict, int]:
+def run_through_the_source(
+    spark, lines, schema, checkpoint, *, source: str
+) -> tuple[dict, dict, int]:
     """One availableNow query: lines -> parse_json -> valid_records | quarantined, both collected in each
     micro-batch. Returns ({source: good rows}, {source: [(reason, raw_line)]}, lines Spark read)."""
     good, bad = defaultdict(list), defaultdict(list)
@@ -91,8 +134,13 @@ def run_through_the_source(spark, lines, schema, checkpoint, *, source: str) -> 
             bad[row[source]].append((row.reason, row.raw_line))
         batch.unpersist()
 
-    query = (parse_json(lines, schema).writeStream.foreachBatch(foreach_batch(collect))
-             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+    query = (
+        parse_json(lines, schema)
+        .writeStream.foreachBatch(foreach_batch(collect))
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
     finish([query])
     lines_read = sum(progress["numInputRows"] for progress in query.recentProgress)
     return good, bad, lines_read
@@ -103,18 +151,25 @@ def expected_bad(case: Case, lines: list[bytes]) -> list[tuple[str, str]]:
     return [(reason, line.decode("utf-8", errors="replace")) for reason, line in case.bad(lines)]
 
 
-def check_every_case(cases: list[Case], lines_of, good: dict, bad: dict, lines_read: int, source: str) -> None:
+def check_every_case(
+    cases: list[Case], lines_of, good: dict, bad: dict, lines_read: int, source: str
+) -> None:
     """Each case's good rows and (reason, raw line)s exactly, in order; and good + quarantined = lines in."""
     schema = TRANSACTIONS.schema if source == "source_file" else SHOP_EVENTS.schema
     for case in cases:
-        rows = [{name: value for name, value in row.items() if name != source} for row in good.get(case.name, [])]
+        rows = [
+            {name: value for name, value in row.items() if name != source}
+            for row in good.get(case.name, [])
+        ]
         assert rows == case.good(lines_of(case), schema), case.name
         assert bad.get(case.name, []) == expected_bad(case, lines_of(case)), case.name
     assert set(good) | set(bad) <= {case.name for case in cases}
     lines_in = sum(len(lines_of(case)) for case in cases)
     counts = (sum(len(rows) for rows in good.values()), sum(len(found) for found in bad.values()))
-    assert counts == (sum(case.outcomes.count(None) for case in cases), lines_in - sum(case.outcomes.count(None)
-                                                                                       for case in cases))
+    assert counts == (
+        sum(case.outcomes.count(None) for case in cases),
+        lines_in - sum(case.outcomes.count(None) for case in cases),
+    )
     assert sum(counts) == lines_read == lines_in
     print(f"{source}: {counts[0]} good + {counts[1]} quarantined = {lines_read} lines in")
 
@@ -126,24 +181,40 @@ def test_every_file_case_is_a_good_row_or_quarantined_with_its_reason(spark, tmp
     for case in cases:  # all there before the query starts: no half-written file is listed
         (folder / case.name).write_bytes(case.data)
 
-    good, bad, lines_read = run_through_the_source(spark, read_json_lines(spark, folder), TRANSACTIONS.schema,
-                                                   tmp_path / "checkpoint", source="source_file")
+    good, bad, lines_read = run_through_the_source(
+        spark,
+        read_json_lines(spark, folder),
+        TRANSACTIONS.schema,
+        tmp_path / "checkpoint",
+        source="source_file",
+    )
 
     check_every_case(cases, Case.lines, good, bad, lines_read, "source_file")
-    assert not any("\r" in str(value) for rows in good.values() for row in rows for value in row.values())
+    assert not any(
+        "\r" in str(value) for rows in good.values() for row in rows for value in row.values()
+    )
     assert not any("\r" in (raw or "") for found in bad.values() for _, raw in found)
-    assert all("\ufffd" in raw for found in bad.values() for reason, raw in found if reason == NOT_UTF8)
-    assert len(good["big.json"]) == 1 and len(next(c for c in cases if c.name == "big.json").data) > BIG_LINE_BYTES
+    assert all(
+        "\ufffd" in raw for found in bad.values() for reason, raw in found if reason == NOT_UTF8
+    )
+    assert (
+        len(good["big.json"]) == 1
+        and len(next(c for c in cases if c.name == "big.json").data) > BIG_LINE_BYTES
+    )
 
 
 @pytest.mark.kafka
-def test_every_kafka_message_is_a_good_row_or_quarantined_with_its_reason(spark, kafka_bootstrap, topic, tmp_path):
+def test_every_kafka_message_is_a_good_row_or_quarantined_with_its_reason(
+    spark, kafka_bootstrap, topic, tmp_path
+):
     from kafka import KafkaProducer
     from kafka.errors import MessageSizeTooLargeError
 
     cases, name = corpus(SHOP_EVENTS), topic("bad-input")
     ensure_topics(kafka_bootstrap, [name], configs={"max.message.bytes": str(BIG_MESSAGES)})
-    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, max_request_size=BIG_MESSAGES, acks="all")
+    producer = KafkaProducer(
+        bootstrap_servers=kafka_bootstrap, max_request_size=BIG_MESSAGES, acks="all"
+    )
     try:
         for case in cases:
             for value in case.kafka_values():
@@ -153,11 +224,14 @@ def test_every_kafka_message_is_a_good_row_or_quarantined_with_its_reason(spark,
         producer.close()
 
     raw = kafka_text(read_kafka(spark, kafka_bootstrap, name))
-    good, bad, lines_read = run_through_the_source(spark, raw, SHOP_EVENTS.schema, tmp_path / "checkpoint",
-                                                   source="key")
+    good, bad, lines_read = run_through_the_source(
+        spark, raw, SHOP_EVENTS.schema, tmp_path / "checkpoint", source="key"
+    )
 
     check_every_case(cases, Case.kafka_values, good, bad, lines_read, "key")
-    assert not any("\r" in str(value) for rows in good.values() for row in rows for value in row.values())
+    assert not any(
+        "\r" in str(value) for rows in good.values() for row in rows for value in row.values()
+    )
 
     # A producer left at its defaults refuses the 5 MB line itself, and says which setting to raise.
     big = next(case for case in cases if case.name == "big.json").kafka_values()[0]

@@ -32,9 +32,14 @@ TOPIC = "outage"
 PARTITIONS = 2
 PER_PHASE = 20  # messages produced in each phase
 # The long outage's query: Kafka's clients give up after 3 s instead of 60 s (and Spark retries at once).
-GIVE_UP_SOON = {"kafka.default.api.timeout.ms": "3000", "kafka.request.timeout.ms": "3000",
-                "fetchOffset.retryIntervalMs": "100"}
-FAILURE_TIMEOUT_SECONDS = 120  # how long the long outage's query may take to fail (about 10 s when idle)
+GIVE_UP_SOON = {
+    "kafka.default.api.timeout.ms": "3000",
+    "kafka.request.timeout.ms": "3000",
+    "fetchOffset.retryIntervalMs": "100",
+}
+FAILURE_TIMEOUT_SECONDS = (
+    120  # how long the long outage's query may take to fail (about 10 s when idle)
+)
 
 # kafka-python 3.0 loads its protocol schemas with importlib.resources calls that Python 3.11 deprecates.
 pytestmark = [
@@ -53,7 +58,9 @@ class Broker:
         controller_port = free_port(host)
         while controller_port == port:
             controller_port = free_port(host)
-        self.broker = kafka_broker.LocalBroker(port=port, controller_port=controller_port, home=home)
+        self.broker = kafka_broker.LocalBroker(
+            port=port, controller_port=controller_port, home=home
+        )
         self.process = None
 
     @property
@@ -62,7 +69,9 @@ class Broker:
 
     def start(self) -> None:
         self.process = kafka_broker.start(self.broker, say=lambda text: None)
-        assert self.process is not None, f"something else answered on the free port {self.broker.port}"
+        assert self.process is not None, (
+            f"something else answered on the free port {self.broker.port}"
+        )
 
     def stop(self) -> None:
         kafka_broker.stop(self.broker, process=self.process)
@@ -86,9 +95,14 @@ class Producer:
     def __init__(self, bootstrap: str):
         from kafka import KafkaProducer
 
-        self.producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=True,
-                                      reconnect_backoff_max_ms=1000,  # back soon after the broker is
-                                      request_timeout_ms=10000, delivery_timeout_ms=600000)
+        self.producer = KafkaProducer(
+            bootstrap_servers=bootstrap,
+            acks="all",
+            enable_idempotence=True,
+            reconnect_backoff_max_ms=1000,  # back soon after the broker is
+            request_timeout_ms=10000,
+            delivery_timeout_ms=600000,
+        )
         self.futures, self.ids = [], []
 
     def send(self, first: int, count: int = PER_PHASE) -> None:
@@ -108,17 +122,29 @@ class Producer:
 
         try:
             self.producer.close(timeout=5)
-        except KafkaTimeoutError:  # unsent messages after a failure with the broker down: that failure is the news
+        except (
+            KafkaTimeoutError
+        ):  # unsent messages after a failure with the broker down: that failure is the news
             pass
 
 
 def start_copy(spark, bootstrap: str, table, checkpoint, options: dict | None = None):
     """Kafka -> Delta (each message's id), as lesson 08 reads a topic; the Delta sink commits a batch once."""
-    raw = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", TOPIC)
-           .option("startingOffsets", "earliest").options(**(options or {})).load())
-    return (raw.select(F.col("value").cast("string").alias("message_id"), "partition", "offset")
-            .writeStream.format("delta").option("checkpointLocation", str(checkpoint))
-            .trigger(processingTime="1 second").start(str(table)))
+    raw = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", TOPIC)
+        .option("startingOffsets", "earliest")
+        .options(**(options or {}))
+        .load()
+    )
+    return (
+        raw.select(F.col("value").cast("string").alias("message_id"), "partition", "offset")
+        .writeStream.format("delta")
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(processingTime="1 second")
+        .start(str(table))
+    )
 
 
 def asking_for_offsets(query) -> bool:
@@ -127,11 +153,16 @@ def asking_for_offsets(query) -> bool:
     return status["isTriggerActive"] and status["message"].startswith("Getting offsets from")
 
 
-def test_a_broker_outage_is_waited_out_or_explained_and_a_restart_loses_and_duplicates_nothing(spark, tmp_path):
+def test_a_broker_outage_is_waited_out_or_explained_and_a_restart_loses_and_duplicates_nothing(
+    spark, tmp_path
+):
     table, checkpoint = tmp_path / "messages", tmp_path / "checkpoint"
 
     def read_ids() -> list[str]:
-        return [row[0] for row in spark.read.format("delta").load(str(table)).select("message_id").collect()]
+        return [
+            row[0]
+            for row in spark.read.format("delta").load(str(table)).select("message_id").collect()
+        ]
 
     with own_broker(tmp_path / "kafka") as broker:
         ensure_topics(broker.bootstrap, [TOPIC], partitions=PARTITIONS)
@@ -146,7 +177,11 @@ def test_a_broker_outage_is_waited_out_or_explained_and_a_restart_loses_and_dupl
             # A short outage: the query waits for the broker and goes on by itself.
             broker.stop()
             producer.send(1 + PER_PHASE)  # during: kept by the producer
-            crash.wait_until(lambda: asking_for_offsets(query), "the query asking the stopped broker for offsets", 60)
+            crash.wait_until(
+                lambda: asking_for_offsets(query),
+                "the query asking the stopped broker for offsets",
+                60,
+            )
             broker.start()
             producer.delivered()
             producer.send(1 + 2 * PER_PHASE)  # after
@@ -163,9 +198,13 @@ def test_a_broker_outage_is_waited_out_or_explained_and_a_restart_loses_and_dupl
             producer.send(1 + 3 * PER_PHASE)  # during
             started = time.monotonic()
             with pytest.raises(StreamingQueryException) as failure:
-                query.awaitTermination(FAILURE_TIMEOUT_SECONDS)  # raises the query's error once it failed
-            print(f"the query failed {time.monotonic() - started:.0f} s into the outage: "
-                  f"{str(failure.value).splitlines()[0][:300]}")
+                query.awaitTermination(
+                    FAILURE_TIMEOUT_SECONDS
+                )  # raises the query's error once it failed
+            print(
+                f"the query failed {time.monotonic() - started:.0f} s into the outage: "
+                f"{str(failure.value).splitlines()[0][:300]}"
+            )
             advice = explain_failure(failure.value)
             assert advice is not None, f"no course advice for: {failure.value}"
             assert advice.startswith("Spark lost its connection to the Kafka broker."), advice
@@ -180,7 +219,9 @@ def test_a_broker_outage_is_waited_out_or_explained_and_a_restart_loses_and_dupl
             stop_between_batches(query)
         finally:
             producer.close()
-            for running in spark.streams.active:  # a failed assertion leaves none behind for the next test
+            for (
+                running
+            ) in spark.streams.active:  # a failed assertion leaves none behind for the next test
                 running.stop()
     counted = crash.tally(producer.ids, read_ids())
     print(f"{len(producer.ids)} messages produced before, during and after two outages: {counted}")

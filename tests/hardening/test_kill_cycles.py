@@ -25,9 +25,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import crash_child
 import pytest
 
-import crash_child
 from common import checkpoints, config, crash, database
 from common.runner import finish
 
@@ -36,12 +36,18 @@ DEFAULT_SEED, DEFAULT_CYCLES = 9, 5
 RECORDS_PER_FILE = 10
 MAX_NEW_FILES = 3  # per cycle
 MAX_DELAY_SECONDS = 6.0  # a random kill lands within this long after the child's queries started
-PAUSES = ("delta@before-sink", "delta@after-sink", "database@after-sink")  # before Delta, between, after both
+PAUSES = (
+    "delta@before-sink",
+    "delta@after-sink",
+    "database@after-sink",
+)  # before Delta, between, after both
 KINDS = ("delay", *PAUSES)
 
 
 def seed_and_cycles() -> tuple[int, int]:
-    return int(os.environ.get(SEED_ENV) or DEFAULT_SEED), int(os.environ.get(CYCLES_ENV) or DEFAULT_CYCLES)
+    return int(os.environ.get(SEED_ENV) or DEFAULT_SEED), int(
+        os.environ.get(CYCLES_ENV) or DEFAULT_CYCLES
+    )
 
 
 @dataclass
@@ -54,12 +60,18 @@ class Kill:
     batch: int = 0
 
     def __str__(self) -> str:
-        return f"after {self.delay:.1f} s" if self.pause == "" else f"at {self.pause} of batch {self.batch}"
+        return (
+            f"after {self.delay:.1f} s"
+            if self.pause == ""
+            else f"at {self.pause} of batch {self.batch}"
+        )
 
 
 def draw_kinds(rng: random.Random, cycles: int) -> list[str]:
     """Each cycle's kind of kill: every kind once in the first cycles (in a random order), then any."""
-    return rng.sample(KINDS, len(KINDS))[:cycles] + [rng.choice(KINDS) for _ in range(cycles - len(KINDS))]
+    return rng.sample(KINDS, len(KINDS))[:cycles] + [
+        rng.choice(KINDS) for _ in range(cycles - len(KINDS))
+    ]
 
 
 def draw_kill(rng: random.Random, kind: str, first_batch: int, pending_files: int) -> Kill:
@@ -81,8 +93,12 @@ def add_files(where, seed: int, first_file: int, count: int) -> list[str]:
     """``count`` new input files of RECORDS_PER_FILE records each, a pure function of the seed; their ids."""
     ids = []
     for number in range(first_file, first_file + count):
-        records = crash.numbered_records(number * RECORDS_PER_FILE + 1, RECORDS_PER_FILE, seed=seed,
-                                         base_time=config.BASE_EVENT_TIME)
+        records = crash.numbered_records(
+            number * RECORDS_PER_FILE + 1,
+            RECORDS_PER_FILE,
+            seed=seed,
+            base_time=config.BASE_EVENT_TIME,
+        )
         crash.write_records(where.input, f"part-{number:03d}.json", records)
         ids.extend(record["record_id"] for record in records)
     return ids
@@ -98,11 +114,17 @@ def drained(where) -> bool:
     offsets, commits = (checkpoints.batch_ids(checkpoint / log) for log in ("offsets", "commits"))
     if not commits or offsets[-1] != commits[-1]:
         return False
-    source_log = [int(path.name.removesuffix(".compact")) for path in (checkpoint / "sources" / "0").iterdir()
-                  if path.name.removesuffix(".compact").isdigit()]  # every tenth entry is "<N>.compact"
-    covered = json.loads((checkpoint / "offsets" / str(offsets[-1])).read_text().splitlines()[-1])["logOffset"]
-    return (max(source_log) == covered
-            and checkpoints.source_files(checkpoint) >= {path.name for path in where.input.glob("*.json")})
+    source_log = [
+        int(path.name.removesuffix(".compact"))
+        for path in (checkpoint / "sources" / "0").iterdir()
+        if path.name.removesuffix(".compact").isdigit()
+    ]  # every tenth entry is "<N>.compact"
+    covered = json.loads((checkpoint / "offsets" / str(offsets[-1])).read_text().splitlines()[-1])[
+        "logOffset"
+    ]
+    return max(source_log) == covered and checkpoints.source_files(checkpoint) >= {
+        path.name for path in where.input.glob("*.json")
+    }
 
 
 def run_cycle(where, root: Path, cycle: int, kill: Kill) -> str:
@@ -110,19 +132,27 @@ def run_cycle(where, root: Path, cycle: int, kill: Kill) -> str:
     command = crash.python_command(Path(crash_child.__file__), "--root", str(root), "wait")
     markers = root / "markers" / str(cycle)  # a cycle of its own: an old marker must not count
     pause_at = f"{kill.pause}:{kill.batch}" if kill.pause else ""
-    with crash.child_process(command, root / "logs" / f"cycle-{cycle}.log", markers, pause_at=pause_at) as child:
+    with crash.child_process(
+        command, root / "logs" / f"cycle-{cycle}.log", markers, pause_at=pause_at
+    ) as child:
         if kill.pause:
             label, point = kill.pause.split("@")
             marker = markers / crash.marker_name(point, kill.batch, label)
             # A kill between the file source's log and the offsets log can make a later batch read two
             # files: then the drawn batch never comes, and the child is killed idle instead of failing here.
-            child.wait_for(lambda: marker.exists() or drained(where), f"{kill.pause} of batch {kill.batch}")
+            child.wait_for(
+                lambda: marker.exists() or drained(where), f"{kill.pause} of batch {kill.batch}"
+            )
             note = "" if marker.exists() else " (that batch never ran: killed idle)"
         else:
-            child.wait_for(lambda: crash_child.STARTED in child.log_tail(10_000), "its queries' start")
+            child.wait_for(
+                lambda: crash_child.STARTED in child.log_tail(10_000), "its queries' start"
+            )
             time.sleep(kill.delay)  # not an oracle: the random moment of the kill
             if not child.alive():
-                raise crash.CrashError(f"The child ended before its kill. Its log:\n{child.log_tail()}")
+                raise crash.CrashError(
+                    f"The child ended before its kill. Its log:\n{child.log_tail()}"
+                )
             note = ""
         held = crash.logged_batches_of(where.checkpoints, "batches", "files")
         child.kill()
@@ -131,14 +161,19 @@ def run_cycle(where, root: Path, cycle: int, kill: Kill) -> str:
 
 def file_sink_rows(spark, folder: Path) -> tuple[list[str], int]:
     """The file sink's ids as its _spark_metadata log lists them, and the lines of every part file on disk."""
-    committed = spark.read.schema(crash_child.SCHEMA).json(str(folder)).select("record_id").collect()
-    on_disk = sum(len(path.read_text(encoding="utf-8").splitlines()) for path in folder.glob("part-*"))
+    committed = (
+        spark.read.schema(crash_child.SCHEMA).json(str(folder)).select("record_id").collect()
+    )
+    on_disk = sum(
+        len(path.read_text(encoding="utf-8").splitlines()) for path in folder.glob("part-*")
+    )
     return [row[0] for row in committed], on_disk
 
 
 @pytest.mark.crash
 def test_kill_cycles_at_random_points_lose_and_duplicate_nothing_in_delta_a_database_and_a_file_sink(
-        spark, tmp_path, capsys):
+    spark, tmp_path, capsys
+):
     seed, cycles = seed_and_cycles()
     rng = random.Random(seed)
     root = tmp_path / "crash"
@@ -157,16 +192,33 @@ def test_kill_cycles_at_random_points_lose_and_duplicate_nothing_in_delta_a_data
         input_ids += add_files(where, seed, written, 1)  # and one more for the clean run
         finish(crash_child.start_all(spark, where, {"availableNow": True}))
 
-        delta_ids = [row[0] for row in spark.read.format("delta").load(str(where.delta)).select("record_id").collect()]
-        database_ids = [row[0] for row in database.query(spark, where.jdbc, "SELECT record_id FROM crash_records")]
+        delta_ids = [
+            row[0]
+            for row in spark.read.format("delta")
+            .load(str(where.delta))
+            .select("record_id")
+            .collect()
+        ]
+        database_ids = [
+            row[0]
+            for row in database.query(spark, where.jdbc, "SELECT record_id FROM crash_records")
+        ]
         file_ids, on_disk = file_sink_rows(spark, where.files)
-        tallies = {"Delta": crash.tally(input_ids, delta_ids), "database": crash.tally(input_ids, database_ids),
-                   "file sink": crash.tally(input_ids, file_ids)}
+        tallies = {
+            "Delta": crash.tally(input_ids, delta_ids),
+            "database": crash.tally(input_ids, database_ids),
+            "file sink": crash.tally(input_ids, file_ids),
+        }
         for sink, counted in tallies.items():
-            print(f"{sink}: {len(input_ids)} records in, {counted}, unexpected: {counted.unexpected}")
-        print(f"file sink: {on_disk} rows in its part files, {len(file_ids)} listed in _spark_metadata")
+            print(
+                f"{sink}: {len(input_ids)} records in, {counted}, unexpected: {counted.unexpected}"
+            )
+        print(
+            f"file sink: {on_disk} rows in its part files, {len(file_ids)} listed in _spark_metadata"
+        )
         assert {sink: (t.lost, t.duplicated, t.unexpected) for sink, t in tallies.items()} == {
-            sink: (0, 0, 0) for sink in tallies}, f"{reproduce}\n{capsys.readouterr().out}"
+            sink: (0, 0, 0) for sink in tallies
+        }, f"{reproduce}\n{capsys.readouterr().out}"
     except Exception as error:
         error.add_note(f"kill cycles: {reproduce}")
         raise
@@ -182,7 +234,7 @@ def test_a_seed_draws_the_same_kills_and_every_kind_in_the_first_cycles():
 
     assert plan(9) == plan(9) and plan(9) != plan(10)
     kinds = draw_kinds(random.Random(9), 6)
-    assert sorted(kinds[:len(KINDS)]) == sorted(KINDS) and set(kinds) <= set(KINDS)
+    assert sorted(kinds[: len(KINDS)]) == sorted(KINDS) and set(kinds) <= set(KINDS)
 
 
 def write_log(folder: Path, name: str, *lines: str) -> None:
@@ -193,14 +245,20 @@ def write_log(folder: Path, name: str, *lines: str) -> None:
 def test_drained_needs_every_file_planned_and_committed_reading_compacted_source_logs(tmp_path):
     where = crash_child.folders(tmp_path)
     batches = where.checkpoints / "batches"
-    for number in range(10):  # one file per batch, batches 0..9; the file source writes entry 9 as 9.compact
+    for number in range(
+        10
+    ):  # one file per batch, batches 0..9; the file source writes entry 9 as 9.compact
         crash.write_records(where.input, f"part-{number:03d}.json", [])
         source = f'{{"path":"file://{where.input}/part-{number:03d}.json","timestamp":1,"batchId":{number}}}'
-        write_log(batches / "sources" / "0", f"{number}.compact" if number == 9 else str(number), source)
+        write_log(
+            batches / "sources" / "0", f"{number}.compact" if number == 9 else str(number), source
+        )
     for number in range(9):
         write_log(batches / "offsets", str(number), "{}", f'{{"logOffset":{number}}}')
         write_log(batches / "commits", str(number), "{}")
-    assert not drained(where)  # part-009 is in the source log (9.compact), but no offsets file names it yet
+    assert not drained(
+        where
+    )  # part-009 is in the source log (9.compact), but no offsets file names it yet
     write_log(batches / "offsets", "9", "{}", '{"logOffset":9}')
     assert not drained(where)  # batch 9 planned, not committed
     write_log(batches / "commits", "9", "{}")

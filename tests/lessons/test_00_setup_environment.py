@@ -29,9 +29,15 @@ def test_sample_data_status_counts_files_and_lines(tmp_path):
     (tmp_path / "full" / "notes.txt").write_text("not data\n")
     (tmp_path / "empty").mkdir()
 
-    statuses = lesson.sample_data_status([tmp_path / "full", tmp_path / "empty", tmp_path / "missing"])
+    statuses = lesson.sample_data_status(
+        [tmp_path / "full", tmp_path / "empty", tmp_path / "missing"]
+    )
 
-    assert [(s.folder.name, s.files, s.lines) for s in statuses] == [("full", 2, 3), ("empty", 0, 0), ("missing", 0, 0)]
+    assert [(s.folder.name, s.files, s.lines) for s in statuses] == [
+        ("full", 2, 3),
+        ("empty", 0, 0),
+        ("missing", 0, 0),
+    ]
 
 
 def test_connector_jars_are_found_by_their_ivy_file_names(tmp_path):
@@ -43,7 +49,10 @@ def test_connector_jars_are_found_by_their_ivy_file_names(tmp_path):
     cached = lesson.cached_connector_jars(tmp_path)
 
     assert {name: found for name, (_, found) in cached.items()} == {
-        "Kafka": True, "Delta Lake": False, "SQLite JDBC": False}
+        "Kafka": True,
+        "Delta Lake": False,
+        "SQLite JDBC": False,
+    }
 
 
 @pytest.mark.smoke
@@ -52,9 +61,17 @@ def test_lesson_00_runs_by_itself(course_home):
 
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
-    for line in ("✓ Python", "✓ Java", "✓ pyspark", "Spark version:       4.2.0", "Shuffle partitions:",
-                 "Electronics  3 products, average list price 566.66", "5. Summary",
-                 "Ready: Python, Java, pyspark and Spark.", "Next: python streaming_tutorial/01_basic_streaming.py"):
+    for line in (
+        "✓ Python",
+        "✓ Java",
+        "✓ pyspark",
+        "Spark version:       4.2.0",
+        "Shuffle partitions:",
+        "Electronics  3 products, average list price 566.66",
+        "5. Summary",
+        "Ready: Python, Java, pyspark and Spark.",
+        "Next: python streaming_tutorial/01_basic_streaming.py",
+    ):
         assert line in out, line
     # The temporary home has no sample data yet: a warning with the fix, not a failure.
     assert "no sample files yet" in out and "python initial_setup.py --sample-data" in out
@@ -62,8 +79,11 @@ def test_lesson_00_runs_by_itself(course_home):
 
 @pytest.mark.smoke
 def test_lesson_00_with_a_broken_java_home_exits_1_before_starting_spark(course_home):
-    result = run_script("streaming_tutorial/00_setup_environment.py", home=course_home,
-                        env={"JAVA_HOME": str(course_home / "no-jdk")})
+    result = run_script(
+        "streaming_tutorial/00_setup_environment.py",
+        home=course_home,
+        env={"JAVA_HOME": str(course_home / "no-jdk")},
+    )
 
     assert result.returncode == 1
     assert "Not ready yet. Fix this first:" in result.stdout

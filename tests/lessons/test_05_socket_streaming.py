@@ -27,13 +27,19 @@ def top_words(lines):
 
 
 def test_word_counts_accumulate_across_batches(spark, tmp_path):
-    write_batches(tmp_path / "in", [
-        [{"value": "Spark streaming is awesome"}, {"value": "   "}, {"value": "spark, SPARK!"}],
-        [{"value": "streaming streaming streaming"}, {"value": "don't panic"}],
-    ])
+    write_batches(
+        tmp_path / "in",
+        [
+            [{"value": "Spark streaming is awesome"}, {"value": "   "}, {"value": "spark, SPARK!"}],
+            [{"value": "streaming streaming streaming"}, {"value": "don't panic"}],
+        ],
+    )
 
-    run = collect_batches(top_words(stream_batches(spark, tmp_path / "in", LINES)), tmp_path / "chk",
-                          output_mode="complete")
+    run = collect_batches(
+        top_words(stream_batches(spark, tmp_path / "in", LINES)),
+        tmp_path / "chk",
+        output_mode="complete",
+    )
 
     # Complete mode: the whole table after each batch, most frequent first, ties alphabetical.
     assert [[tuple(row) for row in batch.rows] for batch in run.batches] == [
@@ -47,16 +53,32 @@ def test_word_count_over_the_real_socket_server(spark, tmp_path):
     script.write_text("the quick brown fox\nThe lazy dog\n\nthe end\n", encoding="utf-8")
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, str(ROOT / "data_generators" / "socket_server.py"), "--file", str(script),
-         "--interval", "0", "--port", str(port)],
+        [
+            sys.executable,
+            str(ROOT / "data_generators" / "socket_server.py"),
+            "--file",
+            str(script),
+            "--interval",
+            "0",
+            "--port",
+            str(port),
+        ],
         env={**os.environ, "STREAMING_COURSE_HOME": str(tmp_path / "home")},
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     query = None
     try:
-        assert simulators.wait_for_port(config.SOCKET_HOST, port, 60, stop_if=lambda: server.poll() is not None)
+        assert simulators.wait_for_port(
+            config.SOCKET_HOST, port, 60, stop_if=lambda: server.poll() is not None
+        )
         counts = top_words(lesson.read_lines(spark, config.SOCKET_HOST, port))
-        query = counts.writeStream.outputMode("complete").format("memory").queryName("socket_words").start()
+        query = (
+            counts.writeStream.outputMode("complete")
+            .format("memory")
+            .queryName("socket_words")
+            .start()
+        )
 
         def all_words_counted() -> bool:
             query.processAllAvailable()
@@ -65,7 +87,13 @@ def test_word_count_over_the_real_socket_server(spark, tmp_path):
         # The lines reach Spark's socket reader when they reach it: poll, bounded; the table is the check.
         wait_until(all_words_counted, "Spark to count the 9 words the server sent")
         assert [tuple(row) for row in spark.table("socket_words").collect()] == [
-            ("the", 3), ("brown", 1), ("dog", 1), ("end", 1), ("fox", 1), ("lazy", 1), ("quick", 1),
+            ("the", 3),
+            ("brown", 1),
+            ("dog", 1),
+            ("end", 1),
+            ("fox", 1),
+            ("lazy", 1),
+            ("quick", 1),
         ]
     finally:
         if query is not None:
@@ -86,20 +114,30 @@ def test_a_missing_server_is_explained_before_spark_starts(monkeypatch):
     monkeypatch.setattr(simulators, "SERVER_START_SECONDS", 0.3)
     port = free_port()
 
-    with pytest.raises(CourseError, match=f"Nothing accepts connections on {config.SOCKET_HOST}:{port}"):
+    with pytest.raises(
+        CourseError, match=f"Nothing accepts connections on {config.SOCKET_HOST}:{port}"
+    ):
         lesson.main(["--no-simulator", "--port", str(port)])
 
 
 @pytest.mark.smoke
 def test_lesson_05_runs_by_itself(course_home):
     port = free_port()
-    result = run_script("streaming_tutorial/05_socket_streaming.py", "--duration", "3", "--port", str(port),
-                        home=course_home)
+    result = run_script(
+        "streaming_tutorial/05_socket_streaming.py",
+        "--duration",
+        "3",
+        "--port",
+        str(port),
+        home=course_home,
+    )
 
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
-    assert (f"Started the socket simulator for this run: python data_generators/socket_server.py --demo "
-            f"--host {config.SOCKET_HOST} --port {port}") in out
+    assert (
+        f"Started the socket simulator for this run: python data_generators/socket_server.py --demo "
+        f"--host {config.SOCKET_HOST} --port {port}"
+    ) in out
     # The demo's first sentence is "spark streaming is awesome": it is in the first table.
     assert "|word     |count|" in out and re.search(r"\|spark\s*\|\d+\s*\|", out), out[-3000:]
     assert re.search(r"Stopped \(--duration 3\): \d+ lines counted", prose(out))

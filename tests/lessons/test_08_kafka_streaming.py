@@ -12,7 +12,15 @@ from datetime import datetime, timezone
 
 import pytest
 from pyspark.sql import functions as F
-from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType, TimestampType
+from pyspark.sql.types import (
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 from common.kafka import consume_all, end_offsets, ensure_topics
 from common.sources import read_kafka
@@ -34,14 +42,30 @@ def kafka_time(milliseconds: int) -> str:
     return iso(datetime.fromtimestamp(milliseconds / 1000, tz=timezone.utc))
 
 
-ENRICHED_FIELDS = ["event_id", "user_id", "event_type", "product_id", "product_name", "category", "price", "quantity",
-                   "timestamp", "source_partition", "source_offset", "kafka_timestamp", "revenue", "event_date"]
+ENRICHED_FIELDS = [
+    "event_id",
+    "user_id",
+    "event_type",
+    "product_id",
+    "product_name",
+    "category",
+    "price",
+    "quantity",
+    "timestamp",
+    "source_partition",
+    "source_offset",
+    "kafka_timestamp",
+    "revenue",
+    "event_date",
+]
 
 
 def expected_enriched(delivery) -> tuple[str, dict]:
     """What lesson 08 must write for one good message, worked out here by hand."""
     event = json.loads(delivery.message.value)
-    revenue = round(event["price"] * event["quantity"], 2) if event["event_type"] == "purchase" else 0.0
+    revenue = (
+        round(event["price"] * event["quantity"], 2) if event["event_type"] == "purchase" else 0.0
+    )
     value = {
         **event,
         "source_partition": delivery.partition,
@@ -55,7 +79,9 @@ def expected_enriched(delivery) -> tuple[str, dict]:
 
 def run_once(records, bootstrap: str, topic: str, checkpoint) -> None:
     """Write ``records`` to ``topic`` with the lesson's own Kafka writer, once over all input."""
-    query = lesson.start_kafka_sink(records, bootstrap, topic, checkpoint, {"availableNow": True}, f"test_{topic}")
+    query = lesson.start_kafka_sink(
+        records, bootstrap, topic, checkpoint, {"availableNow": True}, f"test_{topic}"
+    )
     assert query.awaitTermination(180), "the query did not finish its input"
     assert query.exception() is None
 
@@ -64,27 +90,46 @@ def run_once(records, bootstrap: str, topic: str, checkpoint) -> None:
 
 
 @pytest.mark.kafka
-def test_lesson_writes_every_good_event_enriched_and_quarantines_the_malformed(spark, kafka_bootstrap, topic, tmp_path):
+def test_lesson_writes_every_good_event_enriched_and_quarantines_the_malformed(
+    spark, kafka_bootstrap, topic, tmp_path
+):
     source, enriched, quarantined = topic("events"), topic("enriched"), topic("quarantine")
     ensure_topics(kafka_bootstrap, [source, enriched, quarantined], partitions=2)
-    messages = kafka_producer.build_messages("ecommerce", 24, seed=7, base_time=BASE, topic=source, malformed_every=8)
+    messages = kafka_producer.build_messages(
+        "ecommerce", 24, seed=7, base_time=BASE, topic=source, malformed_every=8
+    )
     deliveries = kafka_producer.send_messages(kafka_bootstrap, messages)
 
     parsed = lesson.read_events(spark, kafka_bootstrap, source, max_offsets_per_trigger=10)
-    run_once(lesson.to_kafka_record(lesson.build_enriched(parsed)), kafka_bootstrap, enriched, tmp_path / "enriched")
-    run_once(lesson.to_quarantine_record(lesson.build_quarantine(parsed)), kafka_bootstrap, quarantined,
-             tmp_path / "quarantine")
+    run_once(
+        lesson.to_kafka_record(lesson.build_enriched(parsed)),
+        kafka_bootstrap,
+        enriched,
+        tmp_path / "enriched",
+    )
+    run_once(
+        lesson.to_quarantine_record(lesson.build_quarantine(parsed)),
+        kafka_bootstrap,
+        quarantined,
+        tmp_path / "quarantine",
+    )
 
     good = [delivery for delivery in deliveries if not delivery.message.malformed]
     bad = [delivery for delivery in deliveries if delivery.message.malformed]
     assert (len(good), len(bad)) == (21, 3)  # messages 8, 16 and 24 are cut in half
 
-    written = [(record.key.decode(), json.loads(record.value)) for record in consume_all(kafka_bootstrap, enriched)]
+    written = [
+        (record.key.decode(), json.loads(record.value))
+        for record in consume_all(kafka_bootstrap, enriched)
+    ]
     by_id = lambda pair: pair[1]["event_id"]  # noqa: E731
     assert sorted(written, key=by_id) == sorted(map(expected_enriched, good), key=by_id)
     assert [list(value) for _, value in written][0] == ENRICHED_FIELDS
 
-    held = [(record.key.decode(), json.loads(record.value)) for record in consume_all(kafka_bootstrap, quarantined)]
+    held = [
+        (record.key.decode(), json.loads(record.value))
+        for record in consume_all(kafka_bootstrap, quarantined)
+    ]
     expected_bad = [
         (
             delivery.message.key,
@@ -104,29 +149,40 @@ def test_lesson_writes_every_good_event_enriched_and_quarantines_the_malformed(s
 
 
 @pytest.mark.kafka
-def test_a_replay_writes_duplicates_that_dedupe_by_event_id_removes(spark, kafka_bootstrap, topic, tmp_path):
+def test_a_replay_writes_duplicates_that_dedupe_by_event_id_removes(
+    spark, kafka_bootstrap, topic, tmp_path
+):
     source, enriched = topic("events"), topic("enriched")
     ensure_topics(kafka_bootstrap, [source, enriched], partitions=1)
     kafka_producer.send_messages(
-        kafka_bootstrap, kafka_producer.build_messages("ecommerce", 6, seed=3, base_time=BASE, topic=source)
+        kafka_bootstrap,
+        kafka_producer.build_messages("ecommerce", 6, seed=3, base_time=BASE, topic=source),
     )
-    records = lesson.to_kafka_record(lesson.build_enriched(lesson.read_events(spark, kafka_bootstrap, source)))
+    records = lesson.to_kafka_record(
+        lesson.build_enriched(lesson.read_events(spark, kafka_bootstrap, source))
+    )
     run_once(records, kafka_bootstrap, enriched, tmp_path / "first")
     run_once(records, kafka_bootstrap, enriched, tmp_path / "first")  # same checkpoint: nothing new
     assert sum(end_offsets(kafka_bootstrap, enriched).values()) == 6
-    run_once(records, kafka_bootstrap, enriched, tmp_path / "replay")  # a new checkpoint replays the topic
+    run_once(
+        records, kafka_bootstrap, enriched, tmp_path / "replay"
+    )  # a new checkpoint replays the topic
 
-    ids = [json.loads(record.value)["event_id"] for record in consume_all(kafka_bootstrap, enriched)]
+    ids = [
+        json.loads(record.value)["event_id"] for record in consume_all(kafka_bootstrap, enriched)
+    ]
     assert len(ids) == 12 and len(set(ids)) == 6 and sorted(set(ids)) == sorted(ids[:6])
 
 
 @pytest.mark.kafka
-def test_latest_skips_the_messages_already_in_the_topic_and_earliest_reads_them(spark, kafka_bootstrap, topic,
-                                                                                 tmp_path):
+def test_latest_skips_the_messages_already_in_the_topic_and_earliest_reads_them(
+    spark, kafka_bootstrap, topic, tmp_path
+):
     source = topic("offsets")
     ensure_topics(kafka_bootstrap, [source], partitions=2)
     kafka_producer.send_messages(
-        kafka_bootstrap, kafka_producer.build_messages("ecommerce", 12, base_time=BASE, topic=source)
+        kafka_bootstrap,
+        kafka_producer.build_messages("ecommerce", 12, base_time=BASE, topic=source),
     )
     assert lesson.read_row_count(spark, kafka_bootstrap, "latest", source) == 0
     assert lesson.read_row_count(spark, kafka_bootstrap, "earliest", source) == 12
@@ -137,12 +193,15 @@ def test_max_offsets_per_trigger_bounds_every_micro_batch(spark, kafka_bootstrap
     source = topic("bounded")
     ensure_topics(kafka_bootstrap, [source], partitions=1)
     kafka_producer.send_messages(
-        kafka_bootstrap, kafka_producer.build_messages("ecommerce", 12, base_time=BASE, topic=source)
+        kafka_bootstrap,
+        kafka_producer.build_messages("ecommerce", 12, base_time=BASE, topic=source),
     )
     query = (
         read_kafka(spark, kafka_bootstrap, source, max_offsets_per_trigger=5)
-        .writeStream.format("noop").option("checkpointLocation", str(tmp_path / "bounded"))
-        .trigger(availableNow=True).start()
+        .writeStream.format("noop")
+        .option("checkpointLocation", str(tmp_path / "bounded"))
+        .trigger(availableNow=True)
+        .start()
     )
     assert query.awaitTermination(180)
     assert [progress["numInputRows"] for progress in query.recentProgress] == [5, 5, 2]
@@ -160,15 +219,25 @@ KAFKA_ROW = StructType(
         StructField("timestamp", TimestampType()),
     ]
 )
-GOOD = {"event_id": "EVT-1", "user_id": "USER-1", "event_type": "purchase", "product_id": "P001",
-        "product_name": "Laptop", "category": "Electronics", "price": 19.99, "quantity": 3,
-        "timestamp": "2025-01-15T23:59:59.000Z"}
+GOOD = {
+    "event_id": "EVT-1",
+    "user_id": "USER-1",
+    "event_type": "purchase",
+    "product_id": "P001",
+    "product_name": "Laptop",
+    "category": "Electronics",
+    "price": 19.99,
+    "quantity": 3,
+    "timestamp": "2025-01-15T23:59:59.000Z",
+}
 
 
 def kafka_rows(spark, values: list):
     moment = datetime(2025, 1, 16, tzinfo=timezone.utc)
-    rows = [(b"k", None if value is None else value.encode(), "t", 0, offset, moment)
-            for offset, value in enumerate(values)]
+    rows = [
+        (b"k", None if value is None else value.encode(), "t", 0, offset, moment)
+        for offset, value in enumerate(values)
+    ]
     return spark.createDataFrame(rows, KAFKA_ROW)
 
 
@@ -183,8 +252,10 @@ def test_every_kind_of_bad_value_gets_its_reason_and_keeps_its_offset(spark):
         json.dumps({**GOOD, "timestamp": None}),
     ]
     parsed = lesson.parse_events(kafka_rows(spark, values))
-    reasons = {row["source_offset"]: (row["reason"], row["raw_line"], row["key"], row["source_partition"])
-               for row in lesson.build_quarantine(parsed).collect()}
+    reasons = {
+        row["source_offset"]: (row["reason"], row["raw_line"], row["key"], row["source_partition"])
+        for row in lesson.build_quarantine(parsed).collect()
+    }
     assert {offset: reason_and_line for offset, (*reason_and_line, _, _) in reasons.items()} == {
         1: ["not a JSON object", values[1]],
         2: ["empty line", None],
@@ -193,15 +264,24 @@ def test_every_kind_of_bad_value_gets_its_reason_and_keeps_its_offset(spark):
         5: ["missing event_id", values[5]],
         6: ["missing timestamp", values[6]],
     }
-    assert {(key, partition) for *_, key, partition in reasons.values()} == {("k", 0)}  # where each came from
+    assert {(key, partition) for *_, key, partition in reasons.values()} == {
+        ("k", 0)
+    }  # where each came from
     assert [row["event_id"] for row in lesson.build_enriched(parsed).collect()] == ["EVT-1"]
 
 
 def test_enrich_adds_revenue_for_purchases_only_and_the_event_date(spark):
     view = json.dumps({**GOOD, "event_id": "EVT-2", "event_type": "view", "quantity": 1})
-    enriched = lesson.build_enriched(lesson.parse_events(kafka_rows(spark, [json.dumps(GOOD), view])))
-    rows = enriched.select("event_id", "revenue", F.col("event_date").cast("string").alias("day")).collect()
-    assert [tuple(row) for row in rows] == [("EVT-1", 59.97, "2025-01-15"), ("EVT-2", 0.0, "2025-01-15")]
+    enriched = lesson.build_enriched(
+        lesson.parse_events(kafka_rows(spark, [json.dumps(GOOD), view]))
+    )
+    rows = enriched.select(
+        "event_id", "revenue", F.col("event_date").cast("string").alias("day")
+    ).collect()
+    assert [tuple(row) for row in rows] == [
+        ("EVT-1", 59.97, "2025-01-15"),
+        ("EVT-2", 0.0, "2025-01-15"),
+    ]
 
 
 # --- lesson 08 as a learner runs it -----------------------------------------------------------------

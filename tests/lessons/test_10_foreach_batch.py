@@ -25,11 +25,29 @@ lesson = load_lesson("10_foreach_batch")
 FIRST_BATCH = [
     shop_event(1, "USER-1", "view", "10:30:00", category="Electronics", price=1299.99),
     shop_event(2, "USER-1", "purchase", "10:30:05", category="Electronics", price=1299.99),
-    shop_event(3, "USER-2", "purchase", "10:30:10", product="P003", category="Electronics", price=249.99, quantity=2),
+    shop_event(
+        3,
+        "USER-2",
+        "purchase",
+        "10:30:10",
+        product="P003",
+        category="Electronics",
+        price=249.99,
+        quantity=2,
+    ),
     shop_event(4, "USER-3", "purchase", "10:30:20", product="P007", category="Home", price=79.99),
 ]
 SECOND_BATCH = [
-    shop_event(5, "USER-4", "purchase", "10:31:00", product="P009", category="Home", price=159.0, quantity=4),
+    shop_event(
+        5,
+        "USER-4",
+        "purchase",
+        "10:31:00",
+        product="P009",
+        category="Home",
+        price=159.0,
+        quantity=4,
+    ),
     shop_event(6, "USER-2", "cart", "10:31:05", product="P004", category="Sports", price=89.99),
 ]
 BROKEN_LINE = '{"event_id": "EVT-000099", "user_id": '
@@ -39,7 +57,9 @@ NO_USER = json.dumps({**shop_event(98, "USER-9", "purchase", "10:30:30"), "user_
 def parsed_batch(spark, records, extra_lines=()):
     """A micro-batch as the lesson's reader makes it: lines of one file, parsed with a reason."""
     lines = [json.dumps(record) for record in records] + list(extra_lines)
-    frame = spark.createDataFrame([(line, "b.json") for line in lines], "value string, source_file string")
+    frame = spark.createDataFrame(
+        [(line, "b.json") for line in lines], "value string, source_file string"
+    )
     return sources.parse_json(frame, ECOMMERCE_EVENT_SCHEMA)
 
 
@@ -50,7 +70,11 @@ def destinations(spark, tmp_path):
 
 
 def lines_in(folder):
-    return [json.loads(line) for path in sorted(folder.glob("*.json")) for line in path.read_text().splitlines()]
+    return [
+        json.loads(line)
+        for path in sorted(folder.glob("*.json"))
+        for line in path.read_text().splitlines()
+    ]
 
 
 def test_the_same_batch_twice_adds_nothing_the_second_time(spark, tmp_path, capsys):
@@ -58,25 +82,53 @@ def test_the_same_batch_twice_adds_nothing_the_second_time(spark, tmp_path, caps
     batch = parsed_batch(spark, FIRST_BATCH, [BROKEN_LINE, NO_USER])
 
     first = lesson.write_batch(batch, 0, app_id="test-app", **where)
-    second = lesson.write_batch(batch, 0, app_id="test-app", **where)  # what Spark does after a crash
+    second = lesson.write_batch(
+        batch, 0, app_id="test-app", **where
+    )  # what Spark does after a crash
 
-    assert first == {"events": 4, "delta_version": 0, "applied": True, "alerts": 1, "quarantined": 2}
-    assert second == {"events": 4, "delta_version": None, "applied": False, "alerts": 1, "quarantined": 2}
+    assert first == {
+        "events": 4,
+        "delta_version": 0,
+        "applied": True,
+        "alerts": 1,
+        "quarantined": 2,
+    }
+    assert second == {
+        "events": 4,
+        "delta_version": None,
+        "applied": False,
+        "alerts": 1,
+        "quarantined": 2,
+    }
     assert capsys.readouterr().out.splitlines() == [
         "batch 0: 4 events -> Delta v0 | 3 purchases -> database (Electronics, Home) | 1 alert | 2 quarantined",
         "batch 0 (again): 4 events -> Delta skipped (txnVersion 0 already committed) | database skipped "
         "(batch 0 already applied) | 1 alert | 2 quarantined",
     ]
     events = spark.read.format("delta").load(str(tmp_path / "out" / "events"))
-    assert sorted(row.event_id for row in events.collect()) == ["EVT-000001", "EVT-000002", "EVT-000003",
-                                                                "EVT-000004"]
+    assert sorted(row.event_id for row in events.collect()) == [
+        "EVT-000001",
+        "EVT-000002",
+        "EVT-000003",
+        "EVT-000004",
+    ]
     outputs = lesson.read_outputs(spark, **where)
     assert outputs["sales"] == [("Electronics", 2, 3, 1799.97, 0), ("Home", 1, 1, 79.99, 0)]
-    assert database.query(spark, where["jdbc"], "SELECT app_id, batch_id, input_rows FROM applied_batches") == [
-        ("test-app", 0, 4)]
+    assert database.query(
+        spark, where["jdbc"], "SELECT app_id, batch_id, input_rows FROM applied_batches"
+    ) == [("test-app", 0, 4)]
     assert lines_in(tmp_path / "out" / "alerts") == [
-        {"event_id": "EVT-000002", "user_id": "USER-1", "product_id": "P001", "product_name": "Coffee Maker",
-         "quantity": 1, "amount": 1299.99, "timestamp": "2025-01-15T10:30:05.000Z", "rule": "purchase >= 500"}]
+        {
+            "event_id": "EVT-000002",
+            "user_id": "USER-1",
+            "product_id": "P001",
+            "product_name": "Coffee Maker",
+            "quantity": 1,
+            "amount": 1299.99,
+            "timestamp": "2025-01-15T10:30:05.000Z",
+            "rule": "purchase >= 500",
+        }
+    ]
     assert lines_in(tmp_path / "out" / "quarantine") == [
         {"source_file": "b.json", "reason": "not a JSON object", "raw_line": BROKEN_LINE},
         {"source_file": "b.json", "reason": "missing user_id", "raw_line": NO_USER},
@@ -85,8 +137,10 @@ def test_the_same_batch_twice_adds_nothing_the_second_time(spark, tmp_path, caps
     # The next batch adds to the totals (and a purchase of 4 x 159.0 = 636.0 is an alert).
     third = lesson.write_batch(parsed_batch(spark, SECOND_BATCH), 1, app_id="test-app", **where)
     assert (third["delta_version"], third["applied"], third["alerts"]) == (1, True, 1)
-    assert lesson.read_outputs(spark, **where)["sales"] == [("Electronics", 2, 3, 1799.97, 0),
-                                                            ("Home", 2, 5, 715.99, 1)]
+    assert lesson.read_outputs(spark, **where)["sales"] == [
+        ("Electronics", 2, 3, 1799.97, 0),
+        ("Home", 2, 5, 715.99, 1),
+    ]
     assert len(lines_in(tmp_path / "out" / "alerts")) == 2
 
 
@@ -97,8 +151,9 @@ def test_a_real_replay_after_a_lost_commit_changes_nothing(spark, tmp_path, caps
 
     def run():
         # The lesson's reader, one file per micro-batch.
-        events = sources.parse_json(sources.read_json_lines(spark, folder, max_files_per_trigger=1),
-                                    ECOMMERCE_EVENT_SCHEMA)
+        events = sources.parse_json(
+            sources.read_json_lines(spark, folder, max_files_per_trigger=1), ECOMMERCE_EVENT_SCHEMA
+        )
         query = lesson.start_batches(events, checkpoint, {"availableNow": True}, **where)
         finish([query])
         return query
@@ -117,19 +172,27 @@ def test_a_real_replay_after_a_lost_commit_changes_nothing(spark, tmp_path, caps
     ]
     after = lesson.read_outputs(spark, **where)
     assert after == before
-    assert (after["delta_rows"], after["delta_versions"], after["applied"], len(after["alerts"])) == (6, 2, 2, 2)
+    assert (
+        after["delta_rows"],
+        after["delta_versions"],
+        after["applied"],
+        len(after["alerts"]),
+    ) == (6, 2, 2, 2)
     assert after["sales"] == [("Electronics", 2, 3, 1799.97, 0), ("Home", 2, 5, 715.99, 1)]
 
 
 def test_alert_rule_and_category_sales_on_a_batch(spark):
-    events = sources.valid_records(parsed_batch(spark, FIRST_BATCH + SECOND_BATCH), ECOMMERCE_EVENT_SCHEMA)
+    events = sources.valid_records(
+        parsed_batch(spark, FIRST_BATCH + SECOND_BATCH), ECOMMERCE_EVENT_SCHEMA
+    )
 
     assert sorted(lesson.build_category_sales(events).collect()) == [
         Row(category="Electronics", purchases=2, units=3, revenue=1799.97),
         Row(category="Home", purchases=2, units=5, revenue=715.99),
     ]
-    assert [row.event_id for row in lesson.build_alerts(events, 499.98).orderBy("event_id").collect()] == \
-        ["EVT-000002", "EVT-000003", "EVT-000005"]
+    assert [
+        row.event_id for row in lesson.build_alerts(events, 499.98).orderBy("event_id").collect()
+    ] == ["EVT-000002", "EVT-000003", "EVT-000005"]
 
 
 @pytest.mark.kafka
@@ -143,29 +206,47 @@ def test_alerts_can_go_to_a_kafka_topic_keyed_by_event_id(spark, kafka_bootstrap
     where = destinations(spark, tmp_path)
     batch = parsed_batch(spark, FIRST_BATCH + SECOND_BATCH)
 
-    report = lesson.write_batch(batch, 0, app_id="kafka-app", kafka=kafka_bootstrap, topic=alerts, **where)
-    lesson.write_batch(batch, 0, app_id="kafka-app", kafka=kafka_bootstrap, topic=alerts, **where)  # a replay
+    report = lesson.write_batch(
+        batch, 0, app_id="kafka-app", kafka=kafka_bootstrap, topic=alerts, **where
+    )
+    lesson.write_batch(
+        batch, 0, app_id="kafka-app", kafka=kafka_bootstrap, topic=alerts, **where
+    )  # a replay
 
     assert report["alerts"] == 2
     # At-least-once: the replay sent both alerts again, with the same keys to drop them by.
     records = consume_all(kafka_bootstrap, alerts)
     assert sorted((r.key.decode(), json.loads(r.value)["amount"]) for r in records) == [
-        ("EVT-000002", 1299.99), ("EVT-000002", 1299.99), ("EVT-000005", 636.0), ("EVT-000005", 636.0)]
+        ("EVT-000002", 1299.99),
+        ("EVT-000002", 1299.99),
+        ("EVT-000005", 636.0),
+        ("EVT-000005", 636.0),
+    ]
     assert not (tmp_path / "out" / "alerts").exists()  # alerts went to Kafka, not to files
 
 
 @pytest.mark.smoke
 def test_lesson_10_runs_by_itself(course_home):
-    result = run_script("streaming_tutorial/10_foreach_batch.py", "--duration", "3", home=course_home, timeout=600)
+    result = run_script(
+        "streaming_tutorial/10_foreach_batch.py", "--duration", "3", home=course_home, timeout=600
+    )
 
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
     assert "Checkpoints: none yet" in out and "Started the ecommerce simulator" in out
-    assert re.search(r"^batch 0: \d+ events -> Delta v0 \| \d+ purchases -> database", out, re.MULTILINE)
+    assert re.search(
+        r"^batch 0: \d+ events -> Delta v0 \| \d+ purchases -> database", out, re.MULTILINE
+    )
     assert "  category     purchases  units  revenue  last_batch" in out
     assert re.search(r"^applied_batches: [1-9]\d* batch ids recorded$", out, re.MULTILINE)
-    assert re.search(r"^batch (\d+) \(again\): \d+ events -> Delta skipped \(txnVersion \1 already committed\) "
-                     r"\| database skipped \(batch \1 already applied\)", out, re.MULTILINE)
-    counts = re.search(r"Delta rows: (\d+) -> (\d+); database purchases: (\d+) -> (\d+); alert lines: (\d+) -> (\d+)",
-                       out)
+    assert re.search(
+        r"^batch (\d+) \(again\): \d+ events -> Delta skipped \(txnVersion \1 already committed\) "
+        r"\| database skipped \(batch \1 already applied\)",
+        out,
+        re.MULTILINE,
+    )
+    counts = re.search(
+        r"Delta rows: (\d+) -> (\d+); database purchases: (\d+) -> (\d+); alert lines: (\d+) -> (\d+)",
+        out,
+    )
     assert counts and counts[1] == counts[2] and counts[3] == counts[4] and counts[5] == counts[6]

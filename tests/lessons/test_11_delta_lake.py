@@ -29,9 +29,26 @@ SHOP_BATCHES = [
         shop_event(2, "USER-1", "purchase", "10:30:05", category="Electronics", price=100.0),
     ],
     [
-        shop_event(3, "USER-2", "purchase", "10:31:00", product="P007", category="Home", price=20.0, quantity=2),
-        shop_event(4, "USER-3", "purchase", "10:31:10", product="P002", category="Electronics", price=50.0,
-                   quantity=3),
+        shop_event(
+            3,
+            "USER-2",
+            "purchase",
+            "10:31:00",
+            product="P007",
+            category="Home",
+            price=20.0,
+            quantity=2,
+        ),
+        shop_event(
+            4,
+            "USER-3",
+            "purchase",
+            "10:31:10",
+            product="P002",
+            category="Electronics",
+            price=50.0,
+            quantity=3,
+        ),
         shop_event(5, "USER-1", "cart", "10:31:20", product="P008", category="Home", price=35.0),
     ],
     [shop_event(6, "USER-2", "purchase", "10:32:00", product="P008", category="Home", price=5.5)],
@@ -41,12 +58,16 @@ BROKEN_LINE = '{"event_id": "EVT-000099", "user_id": '
 
 def parsed_files(spark, folder):
     """The lesson's reader, one file per micro-batch."""
-    return sources.parse_json(sources.read_json_lines(spark, folder, max_files_per_trigger=1), ECOMMERCE_EVENT_SCHEMA)
+    return sources.parse_json(
+        sources.read_json_lines(spark, folder, max_files_per_trigger=1), ECOMMERCE_EVENT_SCHEMA
+    )
 
 
 def test_complete_mode_delta_sink_holds_exactly_the_current_totals(spark, tmp_path):
     write_batches(tmp_path / "in", SHOP_BATCHES)
-    sales = lesson.build_sales_by_category(stream_batches(spark, tmp_path / "in", ECOMMERCE_EVENT_SCHEMA))
+    sales = lesson.build_sales_by_category(
+        stream_batches(spark, tmp_path / "in", ECOMMERCE_EVENT_SCHEMA)
+    )
     table = tmp_path / "sales"
 
     finish([lesson.start_complete(sales, "delta", table, tmp_path / "chk")])
@@ -76,23 +97,36 @@ def test_complete_mode_delta_sink_holds_exactly_the_current_totals(spark, tmp_pa
 
 def test_a_parquet_sink_refuses_complete_mode(spark, tmp_path, capsys):
     write_batches(tmp_path / "in", SHOP_BATCHES[:1])
-    sales = lesson.build_sales_by_category(stream_batches(spark, tmp_path / "in", ECOMMERCE_EVENT_SCHEMA))
+    sales = lesson.build_sales_by_category(
+        stream_batches(spark, tmp_path / "in", ECOMMERCE_EVENT_SCHEMA)
+    )
 
-    message = demos.show_refusal(lambda: lesson.start_complete(sales, "parquet", tmp_path / "out", tmp_path / "chk"),
-                                 "Complete mode into a parquet sink")
+    message = demos.show_refusal(
+        lambda: lesson.start_complete(sales, "parquet", tmp_path / "out", tmp_path / "chk"),
+        "Complete mode into a parquet sink",
+    )
 
     assert "Invalid streaming output mode: complete" in message and "parquet" in message
     assert capsys.readouterr().out.startswith(
-        "Complete mode into a parquet sink fails:\n  [STREAMING_OUTPUT_MODE.UNSUPPORTED_DATASOURCE]")
+        "Complete mode into a parquet sink fails:\n  [STREAMING_OUTPUT_MODE.UNSUPPORTED_DATASOURCE]"
+    )
     assert not (tmp_path / "out").exists()
 
 
-def test_append_sink_is_exactly_once_across_restarts_and_time_travel_reads_each_version(spark, tmp_path):
+def test_append_sink_is_exactly_once_across_restarts_and_time_travel_reads_each_version(
+    spark, tmp_path
+):
     folder, table, checkpoint = tmp_path / "in", tmp_path / "events", tmp_path / "chk"
     write_batches(folder, [SHOP_BATCHES[0], SHOP_BATCHES[1] + [{"event_id": "EVT-000098"}]])
 
     def run_once():
-        finish([lesson.start_events(parsed_files(spark, folder), table, checkpoint, {"availableNow": True})])
+        finish(
+            [
+                lesson.start_events(
+                    parsed_files(spark, folder), table, checkpoint, {"availableNow": True}
+                )
+            ]
+        )
         return lesson.read_counts(spark, table)
 
     assert run_once() == (5, 5)
@@ -109,24 +143,45 @@ def test_append_sink_is_exactly_once_across_restarts_and_time_travel_reads_each_
     ]
     assert lesson.read_versions(spark, table) == [(0, 0), (1, 2), (3, 6)]
     assert lesson.read_version(spark, table, 2) == (2, 5)
-    assert [(row.version, row.epochId, row.numOutputRows) for row in lesson.read_history(spark, table).collect()] == [
-        (0, None, None), (1, "0", "2"), (2, "1", "3"), (3, "2", "1")]
+    assert [
+        (row.version, row.epochId, row.numOutputRows)
+        for row in lesson.read_history(spark, table).collect()
+    ] == [(0, None, None), (1, "0", "2"), (2, "1", "3"), (3, "2", "1")]
 
 
 def test_unusable_lines_go_to_the_quarantine_table_with_their_reason(spark, tmp_path):
     folder = tmp_path / "in"
     folder.mkdir()
-    (folder / "mixed.json").write_text(json_lines(SHOP_BATCHES[0]) + BROKEN_LINE + "\n"
-                                       + json.dumps({"event_id": "EVT-000098"}) + "\n")
+    (folder / "mixed.json").write_text(
+        json_lines(SHOP_BATCHES[0])
+        + BROKEN_LINE
+        + "\n"
+        + json.dumps({"event_id": "EVT-000098"})
+        + "\n"
+    )
 
-    finish([lesson.start_quarantine(parsed_files(spark, folder), tmp_path / "quarantine", tmp_path / "chk",
-                                     {"availableNow": True})])
+    finish(
+        [
+            lesson.start_quarantine(
+                parsed_files(spark, folder),
+                tmp_path / "quarantine",
+                tmp_path / "chk",
+                {"availableNow": True},
+            )
+        ]
+    )
 
     rows = spark.read.format("delta").load(str(tmp_path / "quarantine")).collect()
-    assert sorted(rows) == sorted([
-        Row(source_file="mixed.json", reason="not a JSON object", raw_line=BROKEN_LINE),
-        Row(source_file="mixed.json", reason="missing user_id", raw_line='{"event_id": "EVT-000098"}'),
-    ])
+    assert sorted(rows) == sorted(
+        [
+            Row(source_file="mixed.json", reason="not a JSON object", raw_line=BROKEN_LINE),
+            Row(
+                source_file="mixed.json",
+                reason="missing user_id",
+                raw_line='{"event_id": "EVT-000098"}',
+            ),
+        ]
+    )
 
 
 def test_delta_source_feeds_a_merge_that_upserts_the_latest_event_per_user(spark, tmp_path):
@@ -134,15 +189,28 @@ def test_delta_source_feeds_a_merge_that_upserts_the_latest_event_per_user(spark
 
     def append_events(records):
         rows = [{**record, "timestamp": at(record["timestamp"][11:19])} for record in records]
-        spark.createDataFrame(rows, ECOMMERCE_EVENT_SCHEMA).write.format("delta").mode("append").save(str(events_table))
+        spark.createDataFrame(rows, ECOMMERCE_EVENT_SCHEMA).write.format("delta").mode(
+            "append"
+        ).save(str(events_table))
 
     def run_merge_query():
-        finish([lesson.start_user_merge(lesson.read_delta_stream(spark, events_table), users, checkpoint)])
+        finish(
+            [
+                lesson.start_user_merge(
+                    lesson.read_delta_stream(spark, events_table), users, checkpoint
+                )
+            ]
+        )
         return sorted(spark.read.format("delta").load(str(users)).collect())
 
     def user(user_id, event, kind, product, time_of_day):
-        return Row(user_id=user_id, last_event_id=f"EVT-{event:06d}", last_event_type=kind, last_product_id=product,
-                   last_seen=at(time_of_day))
+        return Row(
+            user_id=user_id,
+            last_event_id=f"EVT-{event:06d}",
+            last_event_type=kind,
+            last_product_id=product,
+            last_seen=at(time_of_day),
+        )
 
     append_events(SHOP_BATCHES[0] + SHOP_BATCHES[1])
     assert run_merge_query() == [
@@ -153,8 +221,13 @@ def test_delta_source_feeds_a_merge_that_upserts_the_latest_event_per_user(spark
 
     # New commits: USER-2 moves on, USER-4 is new, and a late event of USER-1 (older than
     # what the table holds) must not move USER-1 back in time.
-    append_events(SHOP_BATCHES[2] + [shop_event(7, "USER-4", "view", "10:32:30", product="P003"),
-                                     shop_event(8, "USER-1", "view", "10:29:00", product="P004")])
+    append_events(
+        SHOP_BATCHES[2]
+        + [
+            shop_event(7, "USER-4", "view", "10:32:30", product="P003"),
+            shop_event(8, "USER-1", "view", "10:29:00", product="P004"),
+        ]
+    )
     expected = [
         user("USER-1", 5, "cart", "P008", "10:31:20"),
         user("USER-2", 6, "purchase", "P008", "10:32:00"),
@@ -171,15 +244,24 @@ def test_delta_source_feeds_a_merge_that_upserts_the_latest_event_per_user(spark
 
 @pytest.mark.smoke
 def test_lesson_11_runs_by_itself(course_home):
-    result = run_script("streaming_tutorial/11_delta_lake.py", "--duration", "3", home=course_home, timeout=600)
+    result = run_script(
+        "streaming_tutorial/11_delta_lake.py", "--duration", "3", home=course_home, timeout=600
+    )
 
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
     assert "Checkpoints: none yet" in out and "Started the ecommerce simulator" in out
     assert re.search(r"^  a batch read sees version [1-9]\d*: [1-9]\d* rows$", out, re.MULTILINE)
-    assert re.search(r"^  before the restart: (\d+) rows \(\1 distinct event ids\); "
-                     r"after it: \d+ new rows -> (\d+) rows \(\2 distinct event ids\)$", out, re.MULTILINE)
-    assert "Complete mode into a parquet sink fails:\n  [STREAMING_OUTPUT_MODE.UNSUPPORTED_DATASOURCE]" in out
+    assert re.search(
+        r"^  before the restart: (\d+) rows \(\1 distinct event ids\); "
+        r"after it: \d+ new rows -> (\d+) rows \(\2 distinct event ids\)$",
+        out,
+        re.MULTILINE,
+    )
+    assert (
+        "Complete mode into a parquet sink fails:\n  [STREAMING_OUTPUT_MODE.UNSUPPORTED_DATASOURCE]"
+        in out
+    )
     assert "|category   |purchases|units|revenue|" in out
     assert "|0      |CREATE TABLE    |NULL      |NULL   |NULL         |" in out
     assert re.search(r"^  version 0: 0 rows; .* \(the latest\)$", out, re.MULTILINE)

@@ -24,8 +24,14 @@ LINES = StructType([StructField("value", StringType())])
 
 
 def row(user: str, status: str, events: int, purchases: int, spent: float, last_seen: str) -> Row:
-    return Row(user_id=user, status=status, events=events, purchases=purchases, total_spent=spent,
-               last_seen=at(last_seen))
+    return Row(
+        user_id=user,
+        status=status,
+        events=events,
+        purchases=purchases,
+        total_spent=spent,
+        last_seen=at(last_seen),
+    )
 
 
 # Idle timeout 1 minute, watermark = newest event time seen - 10 s (the lesson's defaults).
@@ -38,7 +44,10 @@ BATCHES = [
     ],
     # U1 comes back: its state accumulates. Newest time 10:31:40 -> watermark 10:31:30,
     # past U2's timeout (10:30:20 + 1 min).
-    [shop_event(4, "U1", "view", "10:31:00"), shop_event(5, "U3", "cart", "10:31:40", price=5.0, quantity=3)],
+    [
+        shop_event(4, "U1", "view", "10:31:00"),
+        shop_event(5, "U3", "cart", "10:31:40", price=5.0, quantity=3),
+    ],
     # U3 buys. Late rows are filtered with the previous batch's watermark (10:30:10): U2's
     # 10:29:00 is dropped, so U2 stays closed; new user U4's 10:30:15 gets in, although the
     # watermark its GroupState sees is 10:31:30, later than 10:30:15 + 1 min. Newest time
@@ -53,8 +62,12 @@ BATCHES = [
 
 def run_user_state(spark, folder, batches=BATCHES, **options):
     write_batches(folder / "in", batches)
-    user_state = lesson.build_user_state(stream_batches(spark, folder / "in", ECOMMERCE_EVENT_SCHEMA), **options)
-    return collect_batches(user_state, folder / "chk", output_mode="update", sort_key=lambda r: r.user_id)
+    user_state = lesson.build_user_state(
+        stream_batches(spark, folder / "in", ECOMMERCE_EVENT_SCHEMA), **options
+    )
+    return collect_batches(
+        user_state, folder / "chk", output_mode="update", sort_key=lambda r: r.user_id
+    )
 
 
 @pytest.fixture(scope="module")
@@ -68,8 +81,11 @@ def test_state_accumulates_per_user_and_idle_users_get_one_closing_row(user_stat
         [row("U1", "active", 3, 1, 40.0, "10:31:00"), row("U3", "active", 1, 0, 0.0, "10:31:40")],
         # The timeout fires in the batch after the watermark passed it; U2's late event is gone.
         # U4's timeout would be 10:31:15, behind the watermark: it is set to 10:31:30.001 instead.
-        [row("U2", "closed", 1, 0, 0.0, "10:30:20"), row("U3", "active", 2, 1, 15.0, "10:33:00"),
-         row("U4", "active", 1, 0, 0.0, "10:30:15")],
+        [
+            row("U2", "closed", 1, 0, 0.0, "10:30:20"),
+            row("U3", "active", 2, 1, 15.0, "10:33:00"),
+            row("U4", "active", 1, 0, 0.0, "10:30:15"),
+        ],
         # A batch without new data: the watermark moved, so U1's and U4's timeouts fire.
         [row("U1", "closed", 3, 1, 40.0, "10:31:00"), row("U4", "closed", 1, 0, 0.0, "10:30:15")],
     ]
@@ -108,12 +124,23 @@ def test_a_longer_idle_timeout_keeps_everyone_open(spark, tmp_path):
 
 def test_malformed_lines_go_to_the_quarantine_not_into_a_user(spark, tmp_path):
     good = '{"event_id":"E1","user_id":"U1","event_type":"view","timestamp":"2025-01-15T10:30:00.000Z"}'
-    write_batches(tmp_path / "in", [[{"value": good}, {"value": '{"event_id":"E2","user_id":'},
-                                     {"value": good.replace(',"user_id":"U1"', "")}]])
+    write_batches(
+        tmp_path / "in",
+        [
+            [
+                {"value": good},
+                {"value": '{"event_id":"E2","user_id":'},
+                {"value": good.replace(',"user_id":"U1"', "")},
+            ]
+        ],
+    )
     events = parse_json(stream_batches(spark, tmp_path / "in", LINES), ECOMMERCE_EVENT_SCHEMA)
 
-    users = collect_batches(lesson.build_user_state(valid_records(events, ECOMMERCE_EVENT_SCHEMA)),
-                            tmp_path / "users", output_mode="update")
+    users = collect_batches(
+        lesson.build_user_state(valid_records(events, ECOMMERCE_EVENT_SCHEMA)),
+        tmp_path / "users",
+        output_mode="update",
+    )
     bad = collect_batches(quarantined(events), tmp_path / "bad")
 
     assert users.rows() == [row("U1", "active", 1, 0, 0.0, "10:30:00")]

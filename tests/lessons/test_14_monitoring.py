@@ -38,8 +38,9 @@ pytestmark = [
 
 def readings(count: int, topic: str) -> list:
     """Sensor readings in order, one a second from 10:30:00, none late: reading i at 10:30:00 + i s."""
-    return kafka_producer.build_messages("sensor", count, base_time=BASE, topic=topic, late_fraction=0,
-                                         disorder_seconds=0)
+    return kafka_producer.build_messages(
+        "sensor", count, base_time=BASE, topic=topic, late_fraction=0, disorder_seconds=0
+    )
 
 
 def attach_listener(spark) -> ProgressPrinter:
@@ -69,12 +70,19 @@ def stats_run(spark, kafka_bootstrap, tmp_path_factory):
     try:
         source = lesson.read_readings(spark, kafka_bootstrap, topic, max_offsets_per_trigger=20)
         stats = lesson.build_sensor_stats(source)
-        query = lesson.start_stats(stats, folder / "stats", folder / "checkpoint", {"availableNow": True})
+        query = lesson.start_stats(
+            stats, folder / "stats", folder / "checkpoint", {"availableNow": True}
+        )
         finish([query])
         assert listener.wait_for(lambda: listener.terminated, EVENTS_WAIT), "no onQueryTerminated"
         written = spark.read.json(str(folder / "stats")).collect()
-        yield SimpleNamespace(query=query, topic=topic, messages=messages, written=written,
-                              lines=listener.batches_of(lesson.STATS_QUERY))
+        yield SimpleNamespace(
+            query=query,
+            topic=topic,
+            messages=messages,
+            written=written,
+            lines=listener.batches_of(lesson.STATS_QUERY),
+        )
     finally:
         spark.streams.removeListener(listener)
         delete_topics(kafka_bootstrap, [topic])
@@ -102,8 +110,16 @@ def test_the_listener_parses_every_batch_s_progress(stats_run):
     # State: one row per (10 s window, sensor) read so far whose window the batch's own watermark
     # has not closed (window end <= watermark: emitted and removed).
     times = [second_and_sensor(message) for message in stats_run.messages]
-    expected_state = [len({(second // 10, sensor) for second, sensor in times[:read] if (second // 10 + 1) * 10 > mark})
-                      for read, mark in [(20, -1), (40, 9), (60, 29), (60, 49)]]
+    expected_state = [
+        len(
+            {
+                (second // 10, sensor)
+                for second, sensor in times[:read]
+                if (second // 10 + 1) * 10 > mark
+            }
+        )
+        for read, mark in [(20, -1), (40, 9), (60, 29), (60, 49)]
+    ]
     assert [line.state_rows for line in lines] == expected_state == [6, 12, 12, 6]
     assert all(line.query == "sensor_stats" and line.batch_ms > 0 for line in lines)
     assert not any("LAG" in " ".join(line.flags) for line in lines)  # the lag only shrank
@@ -111,31 +127,45 @@ def test_the_listener_parses_every_batch_s_progress(stats_run):
 
 @pytest.mark.kafka
 def test_the_closed_windows_are_written_with_exact_counts(stats_run):
-    expected = Counter((second // 10, sensor) for second, sensor in map(second_and_sensor, stats_run.messages))
+    expected = Counter(
+        (second // 10, sensor) for second, sensor in map(second_and_sensor, stats_run.messages)
+    )
     # The last watermark, 10:30:49, closed the windows up to [10:30:30, 10:30:40).
     closed = {key: count for key, count in expected.items() if key[0] < 4}
-    assert {((parse_iso(row.window.start) - BASE).seconds // 10, row.sensor_id): row.readings
-            for row in stats_run.written} == closed
+    assert {
+        ((parse_iso(row.window.start) - BASE).seconds // 10, row.sensor_id): row.readings
+        for row in stats_run.written
+    } == closed
     assert sum(closed.values()) == 40
 
 
 @pytest.mark.kafka
 def test_the_query_s_own_view_reads_the_same_fields(stats_run):
-    snapshot = SimpleNamespace(active=["sensor_stats"], status={"message": "Waiting for next trigger"})
+    snapshot = SimpleNamespace(
+        active=["sensor_stats"], status={"message": "Waiting for next trigger"}
+    )
     report = lesson.parse_progress(stats_run.query, snapshot)
-    assert report[:3] == ["While it ran: spark.streams.active ['sensor_stats']",
-                          "  query.status {'message': 'Waiting for next trigger'}",
-                          "lastProgress: batch 3, a batch that ran"]
+    assert report[:3] == [
+        "While it ran: spark.streams.active ['sensor_stats']",
+        "  query.status {'message': 'Waiting for next trigger'}",
+        "lastProgress: batch 3, a batch that ran",
+    ]
     assert report[3].startswith("the last batch that read rows, 2: durationMs {'addBatch': ")
     assert report[4].startswith("numInputRows 20: arriving ")
-    assert report[5:8] == [f"eventTime.watermark {at(29)}",
-                           "observedMetrics {'input': Row(messages=20, unparseable=0)}",
-                           f"sink {stats_run.query.lastProgress['sink']['description']}: "
-                           "numOutputRows -1 (-1: not counted)"]
-    assert re.fullmatch(r"stateOperators\[0\]: numRowsTotal 12, memoryUsedBytes \d+, numRowsDroppedByWatermark 0",
-                        report[8])
-    assert report[9] == (f"offsets behind latest: avg 0, max 0; endOffset {{'{stats_run.topic}': {{'0': 60}}}}; "
-                         f"latestOffset {{'{stats_run.topic}': {{'0': 60}}}}")
+    assert report[5:8] == [
+        f"eventTime.watermark {at(29)}",
+        "observedMetrics {'input': Row(messages=20, unparseable=0)}",
+        f"sink {stats_run.query.lastProgress['sink']['description']}: "
+        "numOutputRows -1 (-1: not counted)",
+    ]
+    assert re.fullmatch(
+        r"stateOperators\[0\]: numRowsTotal 12, memoryUsedBytes \d+, numRowsDroppedByWatermark 0",
+        report[8],
+    )
+    assert report[9] == (
+        f"offsets behind latest: avg 0, max 0; endOffset {{'{stats_run.topic}': {{'0': 60}}}}; "
+        f"latestOffset {{'{stats_run.topic}': {{'0': 60}}}}"
+    )
 
 
 def test_a_failing_query_raises_and_the_listener_hears_why(spark, listener, tmp_path):
@@ -149,7 +179,9 @@ def test_a_failing_query_raises_and_the_listener_hears_why(spark, listener, tmp_
     (ended,) = listener.terminated
     assert ended.query == "strict_reader"
     assert ended.error_class == "MALFORMED_RECORD_IN_PARSING.WITHOUT_SUGGESTION"
-    assert ended.exception.startswith("org.apache.spark.SparkException: [MALFORMED_RECORD_IN_PARSING")
+    assert ended.exception.startswith(
+        "org.apache.spark.SparkException: [MALFORMED_RECORD_IN_PARSING"
+    )
     assert listener.printed[-1] == "[listener] onQueryTerminated: strict_reader failed"
 
 
@@ -157,8 +189,13 @@ def test_an_idle_query_gets_on_query_idle(spark, listener, tmp_path):
     write_atomically(tmp_path / "in", "a.txt", "x\n")
     spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "100ms")
     try:
-        query = (spark.readStream.text(str(tmp_path / "in")).writeStream.format("noop").queryName("idle_query")
-                 .trigger(processingTime="100 milliseconds").start())
+        query = (
+            spark.readStream.text(str(tmp_path / "in"))
+            .writeStream.format("noop")
+            .queryName("idle_query")
+            .trigger(processingTime="100 milliseconds")
+            .start()
+        )
         try:
             query.processAllAvailable()
             assert listener.wait_for(lambda: listener.idle, EVENTS_WAIT), "no onQueryIdle"
@@ -177,8 +214,14 @@ def test_lesson_14_shows_every_view_of_its_query(kafka_bootstrap, course_home):
     ensure_topics(kafka_bootstrap, [lesson.TOPIC], partitions=lesson.PARTITIONS)
     kafka_producer.send_messages(kafka_bootstrap, readings(30, lesson.TOPIC))
 
-    result = run_script("streaming_tutorial/14_monitoring.py", "--no-simulator", "--duration", "12",
-                        home=course_home, timeout=300)
+    result = run_script(
+        "streaming_tutorial/14_monitoring.py",
+        "--no-simulator",
+        "--duration",
+        "12",
+        home=course_home,
+        timeout=300,
+    )
 
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
@@ -187,14 +230,26 @@ def test_lesson_14_shows_every_view_of_its_query(kafka_bootstrap, course_home):
     # How many of the 30 readings the 12 s reach, and whether an idle report comes before the end,
     # depends on the machine's pace: the exact rows and onQueryIdle are the in-process tests' job.
     batches = re.findall(r"^  sensor_stats +(\d+) +(\d+) ", out, re.M)
-    assert batches and batches[0][0] == "0" and 0 < sum(int(rows) for _, rows in batches) <= 30, out[:3000]
+    assert batches and batches[0][0] == "0" and 0 < sum(int(rows) for _, rows in batches) <= 30, (
+        out[:3000]
+    )
     assert "lastProgress: batch " in out and "observedMetrics {'input': Row(messages=" in out
     assert "awaitTermination raised StreamingQueryException: [STREAM_FAILED]" in out
     assert "errorClassOnException MALFORMED_RECORD_IN_PARSING.WITHOUT_SUGGESTION" in out
-    gauges = re.findall(r"^  metrics_streaming_course_driver_spark_streaming_sensor_stats_(\w+)_Value", out, re.M)
-    assert sorted(gauges) == ["eventTime_watermark", "inputRate_total", "latency", "processingRate_total",
-                              "states_rowsTotal", "states_usedBytes"]
+    gauges = re.findall(
+        r"^  metrics_streaming_course_driver_spark_streaming_sensor_stats_(\w+)_Value", out, re.M
+    )
+    assert sorted(gauges) == [
+        "eventTime_watermark",
+        "inputRate_total",
+        "latency",
+        "processingRate_total",
+        "states_rowsTotal",
+        "states_usedBytes",
+    ]
     picture = course_home / "output" / "14_monitoring" / "progress.png"
     assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert [path.name[:12] for path in (course_home / "output" / "spark-events").iterdir()] == ["eventlog_v2_"]
+    assert [path.name[:12] for path in (course_home / "output" / "spark-events").iterdir()] == [
+        "eventlog_v2_"
+    ]
     assert "org.apache.spark.deploy.history.HistoryServer" in prose(out)

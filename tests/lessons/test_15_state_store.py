@@ -35,21 +35,36 @@ def rocksdb(spark):
 
 
 def session(user, status, events, spent, products, path, last_seen) -> Row:
-    return Row(user_id=user, status=status, events=events, spent=spent, products=products, path=path,
-               last_seen=at(last_seen))
+    return Row(
+        user_id=user,
+        status=status,
+        events=events,
+        spent=spent,
+        products=products,
+        path=path,
+        last_seen=at(last_seen),
+    )
 
 
 # Session gap 1 minute, watermark = newest event time seen - 10 s (the lesson's defaults).
 BATCHES = [
     # U1 views and buys 2 x 20.00; U2 looks once. Watermark after: 10:30:20 - 10 s = 10:30:10.
-    [shop_event(1, "U1", "view", "10:30:00"), shop_event(2, "U1", "purchase", "10:30:10", price=20.0, quantity=2),
-     shop_event(3, "U2", "view", "10:30:20", product="P002")],
+    [
+        shop_event(1, "U1", "view", "10:30:00"),
+        shop_event(2, "U1", "purchase", "10:30:10", price=20.0, quantity=2),
+        shop_event(3, "U2", "view", "10:30:20", product="P002"),
+    ],
     # U1 comes back: its session goes on (timer moved to 10:32:00). Watermark after: 10:31:30.
-    [shop_event(4, "U1", "view", "10:31:00", product="P002"), shop_event(5, "U3", "cart", "10:31:40", product="P003")],
+    [
+        shop_event(4, "U1", "view", "10:31:00", product="P002"),
+        shop_event(5, "U3", "cart", "10:31:40", product="P003"),
+    ],
     # This batch runs with watermark 10:31:30: U2's timer (10:30:20 + 1 min) fires, and U2's
     # 10:29:00 is too late to count. U3 buys. Watermark after: 10:33:00 - 10 s = 10:32:50.
-    [shop_event(6, "U3", "purchase", "10:33:00", product="P003", price=5.0, quantity=3),
-     shop_event(7, "U2", "view", "10:29:00")],
+    [
+        shop_event(6, "U3", "purchase", "10:33:00", product="P003", price=5.0, quantity=3),
+        shop_event(7, "U2", "view", "10:29:00"),
+    ],
 ]
 
 
@@ -58,24 +73,37 @@ def sessions_run(rocksdb, tmp_path_factory):
     folder = tmp_path_factory.mktemp("sessions")
     write_batches(folder / "in", BATCHES)
     sessions = lesson.build_sessions(stream_batches(rocksdb, folder / "in", ECOMMERCE_EVENT_SCHEMA))
-    run = collect_batches(sessions, folder / "chk", output_mode="update", sort_key=lambda r: r.user_id)
+    run = collect_batches(
+        sessions, folder / "chk", output_mode="update", sort_key=lambda r: r.user_id
+    )
     return run, folder / "chk"
 
 
 def test_sessions_stay_open_while_events_come_and_a_timer_closes_each(sessions_run):
     run, _ = sessions_run
     assert [batch.rows for batch in run.batches] == [
-        [session("U1", "open", 2, 40.0, 1, "view>purchase", "10:30:10"),
-         session("U2", "open", 1, 0.0, 1, "view", "10:30:20")],
-        [session("U1", "open", 3, 40.0, 2, "view>purchase>view", "10:31:00"),
-         session("U3", "open", 1, 0.0, 1, "cart", "10:31:40")],
+        [
+            session("U1", "open", 2, 40.0, 1, "view>purchase", "10:30:10"),
+            session("U2", "open", 1, 0.0, 1, "view", "10:30:20"),
+        ],
+        [
+            session("U1", "open", 3, 40.0, 2, "view>purchase>view", "10:31:00"),
+            session("U3", "open", 1, 0.0, 1, "cart", "10:31:40"),
+        ],
         # The timer fired in the batch whose watermark (10:31:30) passed it; U2's late event is gone.
-        [session("U2", "closed", 1, 0.0, 1, "view", "10:30:20"),
-         session("U3", "open", 2, 15.0, 1, "cart>purchase", "10:33:00")],
+        [
+            session("U2", "closed", 1, 0.0, 1, "view", "10:30:20"),
+            session("U3", "open", 2, 15.0, 1, "cart>purchase", "10:33:00"),
+        ],
         # No new data, but the watermark moved to 10:32:50: U1's timer (10:32:00) fires.
         [session("U1", "closed", 3, 40.0, 2, "view>purchase>view", "10:31:00")],
     ]
-    assert [batch.watermark[11:19] for batch in run.batches] == ["00:00:00", "10:30:10", "10:31:30", "10:32:50"]
+    assert [batch.watermark[11:19] for batch in run.batches] == [
+        "00:00:00",
+        "10:30:10",
+        "10:31:30",
+        "10:32:50",
+    ]
     assert [p["numInputRows"] for p in run.progress] == [3, 2, 2, 0]
 
 
@@ -84,44 +112,85 @@ def test_the_state_reader_returns_what_the_checkpoint_keeps(rocksdb, sessions_ru
     states = lesson.read_session_state(rocksdb, checkpoint)
 
     assert state_reader.metadata_rows(states["state-metadata"]) == [
-        (0, "transformWithStateInPySparkExec", "default", 2, "0-3",
-         "session (ValueState), recent_events (ListState), product_views (MapState), "
-         "$eventTimers_keyToTimestamp (TimerState)")]
+        (
+            0,
+            "transformWithStateInPySparkExec",
+            "default",
+            2,
+            "0-3",
+            "session (ValueState), recent_events (ListState), product_views (MapState), "
+            "$eventTimers_keyToTimestamp (TimerState)",
+        )
+    ]
     # Only U3's session is still open: U1's and U2's timers cleared theirs.
-    rows = {title: state_reader.text_rows(df.collect(), [c for c in df.columns if c != "partition_id"])
-            for title, df in states.items() if title.startswith(("stateVar", "readRegistered"))}
-    assert rows == {"stateVarName=session": [("U3", "2, 15.0, 10:33:00")],
-                    "stateVarName=recent_events": [("U3", "cart"), ("U3", "purchase")],
-                    "stateVarName=product_views": [("U3", "P003", "2")],
-                    "readRegisteredTimers": [("U3", "10:34:00")]}
+    rows = {
+        title: state_reader.text_rows(df.collect(), [c for c in df.columns if c != "partition_id"])
+        for title, df in states.items()
+        if title.startswith(("stateVar", "readRegistered"))
+    }
+    assert rows == {
+        "stateVarName=session": [("U3", "2, 15.0, 10:33:00")],
+        "stateVarName=recent_events": [("U3", "cart"), ("U3", "purchase")],
+        "stateVarName=product_views": [("U3", "P003", "2")],
+        "readRegisteredTimers": [("U3", "10:34:00")],
+    }
     assert state_reader.change_rows(states["readChangeFeed"]) == [
-        (0, "U1 U2", "-"), (1, "U1 U3", "-"), (2, "U3", "U2"), (3, "-", "U1")]
+        (0, "U1 U2", "-"),
+        (1, "U1 U3", "-"),
+        (2, "U3", "U2"),
+        (3, "-", "U1"),
+    ]
 
 
 def test_state_files_show_the_changelog_of_each_batch(sessions_run):
     _, checkpoint = sessions_run
     # RocksDB with changelog checkpointing: a changelog per batch (versions 1-4), a snapshot at version 1.
     files = state_reader.state_files(checkpoint, partition=1)
-    assert [name for name in files if name.endswith(".changelog")] == [f"{n}.changelog" for n in range(1, 5)]
+    assert [name for name in files if name.endswith(".changelog")] == [
+        f"{n}.changelog" for n in range(1, 5)
+    ]
 
 
 def utc(time_of_day: str) -> datetime:
     return datetime.fromisoformat(f"2025-01-15T{time_of_day}").replace(tzinfo=timezone.utc)
 
 
-def event(kind: str, time_of_day: str, product: str = "P001", price: float = 10.0, quantity: int = 1) -> Row:
+def event(
+    kind: str, time_of_day: str, product: str = "P001", price: float = 10.0, quantity: int = 1
+) -> Row:
     """An input row as handleInputRows gets it (Spark hands aware UTC times to a Row processor)."""
-    return Row(event_type=kind, product_id=product, price=price, quantity=quantity, timestamp=utc(time_of_day))
+    return Row(
+        event_type=kind,
+        product_id=product,
+        price=price,
+        quantity=quantity,
+        timestamp=utc(time_of_day),
+    )
 
 
 def test_the_processor_alone_with_tws_tester():
-    tester = TwsTester(lesson.build_session_processor(), timeMode="EventTime", outputMode="Update",
-                       eventTimeExtractor=lambda row: int(row.timestamp.timestamp() * 1000))
+    tester = TwsTester(
+        lesson.build_session_processor(),
+        timeMode="EventTime",
+        outputMode="Update",
+        eventTimeExtractor=lambda row: int(row.timestamp.timestamp() * 1000),
+    )
 
-    opened = tester.test("U1", [event("purchase", "10:30:10", price=20.0, quantity=2), event("view", "10:30:00")])
+    opened = tester.test(
+        "U1", [event("purchase", "10:30:10", price=20.0, quantity=2), event("view", "10:30:00")]
+    )
 
-    assert opened == [Row(user_id="U1", status="open", events=2, spent=40.0, products=1, path="view>purchase",
-                          last_seen=utc("10:30:10"))]
+    assert opened == [
+        Row(
+            user_id="U1",
+            status="open",
+            events=2,
+            spent=40.0,
+            products=1,
+            path="view>purchase",
+            last_seen=utc("10:30:10"),
+        )
+    ]
     assert tester.peekValueState("session", "U1") == (2, 40.0, utc("10:30:10"))
     assert tester.peekListState("recent_events", "U1") == [("view",), ("purchase",)]
     assert tester.peekMapState("product_views", "U1") == {("P001",): (2,)}
@@ -138,20 +207,34 @@ def test_the_signature_in_the_4_2_docstring_example_fails():
         def init(self, handle):
             pass
 
-        def handleInputRows(self, key, rows):  # no timerValues, as in GroupedData.transformWithState's example
+        def handleInputRows(
+            self, key, rows
+        ):  # no timerValues, as in GroupedData.transformWithState's example
             yield Row(id=key, count=1)
 
     with pytest.raises(TypeError, match="takes 3 positional arguments but 4 were given"):
         TwsTester(AsInTheDocstring()).test("0", [Row(id="0", temperature=123)])
 
 
-def test_the_default_store_refuses_transform_with_state_once_the_query_runs(rocksdb, tmp_path, capsys):
+def test_the_default_store_refuses_transform_with_state_once_the_query_runs(
+    rocksdb, tmp_path, capsys
+):
     write_batches(tmp_path / "in", BATCHES[:1])
     events = stream_batches(rocksdb, tmp_path / "in", ECOMMERCE_EVENT_SCHEMA)
-    with state_reader.session_conf(rocksdb, {state_reader.PROVIDER_CONF: state_reader.HDFS_PROVIDER}):
-        query = (lesson.build_sessions(events).writeStream.format("noop").outputMode("update")
-                 .option("checkpointLocation", str(tmp_path / "chk")).trigger(availableNow=True).start())
-        show_refusal(lambda: query, "transformWithState on the default store")  # start() accepted it
+    with state_reader.session_conf(
+        rocksdb, {state_reader.PROVIDER_CONF: state_reader.HDFS_PROVIDER}
+    ):
+        query = (
+            lesson.build_sessions(events)
+            .writeStream.format("noop")
+            .outputMode("update")
+            .option("checkpointLocation", str(tmp_path / "chk"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        show_refusal(
+            lambda: query, "transformWithState on the default store"
+        )  # start() accepted it
 
     assert "STORE_BACKEND_NOT_SUPPORTED_FOR_TWS" in capsys.readouterr().out
 
@@ -160,45 +243,70 @@ def test_a_ttl_needs_processing_time_mode(rocksdb, tmp_path):
     write_batches(tmp_path / "in", BATCHES[:1])
     events = stream_batches(rocksdb, tmp_path / "in", ECOMMERCE_EVENT_SCHEMA)
     with pytest.raises(Exception, match="STATEFUL_PROCESSOR_INCORRECT_TIME_MODE_TO_ASSIGN_TTL"):
-        collect_batches(lesson.build_sessions(events, recent_ttl=timedelta(hours=1)), tmp_path / "chk",
-                        output_mode="update")
+        collect_batches(
+            lesson.build_sessions(events, recent_ttl=timedelta(hours=1)),
+            tmp_path / "chk",
+            output_mode="update",
+        )
 
 
 def test_dropduplicates_within_watermark_forgets_ids_the_other_keeps_them(rocksdb, tmp_path):
     write_batches(tmp_path / "in", lesson.to_events(lesson.REPLAYED))
     events = stream_batches(rocksdb, tmp_path / "in", ECOMMERCE_EVENT_SCHEMA)
-    runs = {label: collect_batches(output.build(events), tmp_path / label.replace(" ", "_"),
-                                   sort_key=output.sort_key)
-            for label, output in lesson.build_replay_filters().items()}
+    runs = {
+        label: collect_batches(
+            output.build(events), tmp_path / label.replace(" ", "_"), sort_key=output.sort_key
+        )
+        for label, output in lesson.build_replay_filters().items()
+    }
 
     for run in runs.values():  # each event once, whatever the number of copies
-        assert [[row.event_id for row in batch.rows] for batch in run.batches][:3] == [["E1", "E2"], ["E3"], ["E4"]]
-    kept = {label: [p["stateOperators"][0]["numRowsTotal"] for p in run.progress] for label, run in runs.items()}
+        assert [[row.event_id for row in batch.rows] for batch in run.batches][:3] == [
+            ["E1", "E2"],
+            ["E3"],
+            ["E4"],
+        ]
+    kept = {
+        label: [p["stateOperators"][0]["numRowsTotal"] for p in run.progress]
+        for label, run in runs.items()
+    }
     assert kept == {"within watermark": [2, 3, 3, 1], "dropDuplicates": [2, 3, 4]}
 
 
 def test_what_lessons_07_and_09_keep_in_state(rocksdb, tmp_path):
-    rows = {title: state_reader.text_rows(df.collect(), [c for c in df.columns if c != "partition_id"])
-            for title, df in lesson.read_other_lessons_state(rocksdb, tmp_path).items()}
+    rows = {
+        title: state_reader.text_rows(df.collect(), [c for c in df.columns if c != "partition_id"])
+        for title, df in lesson.read_other_lessons_state(rocksdb, tmp_path).items()
+    }
 
     assert rows == {
         "07: windows still open": [("10:30:10", "10:30:20", "1"), ("10:30:20", "10:30:30", "1")],
-        "09: joinSide=left (impressions kept)": [("IMP-1", "IMP-1, AD-1, null, 10:00:00"),
-                                                 ("IMP-2", "IMP-2, AD-2, null, 10:01:00"),
-                                                 ("IMP-3", "IMP-3, AD-1, null, 10:02:00"),
-                                                 ("IMP-4", "IMP-4, AD-2, null, 10:05:00")],
-        "09: joinSide=right (clicks kept)": [("IMP-1", "CLK-1, IMP-1, 10:03:00"),
-                                             ("IMP-3", "CLK-3, IMP-3, 10:20:00")]}
+        "09: joinSide=left (impressions kept)": [
+            ("IMP-1", "IMP-1, AD-1, null, 10:00:00"),
+            ("IMP-2", "IMP-2, AD-2, null, 10:01:00"),
+            ("IMP-3", "IMP-3, AD-1, null, 10:02:00"),
+            ("IMP-4", "IMP-4, AD-2, null, 10:05:00"),
+        ],
+        "09: joinSide=right (clicks kept)": [
+            ("IMP-1", "CLK-1, IMP-1, 10:03:00"),
+            ("IMP-3", "CLK-3, IMP-3, 10:20:00"),
+        ],
+    }
 
 
 def test_avro_state_takes_an_added_field_the_default_encoding_refuses_it(rocksdb, tmp_path):
     assert state_reader.rows_of(*lesson.start_evolved_counts(rocksdb, "avro", tmp_path)) == [
-        Row(user_id="U1", events=5, kept="(3, None)")]  # the old (3,) read with the new schema
+        Row(user_id="U1", events=5, kept="(3, None)")
+    ]  # the old (3,) read with the new schema
 
-    message = show_refusal(lambda: lesson.start_evolved_counts(rocksdb, "unsaferow", tmp_path)[0], "unsaferow")
+    message = show_refusal(
+        lambda: lesson.start_evolved_counts(rocksdb, "unsaferow", tmp_path)[0], "unsaferow"
+    )
 
     assert "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE" in message
-    assert rocksdb.conf.get(state_reader.ENCODING_CONF) == "unsaferow"  # the session's setting is back
+    assert (
+        rocksdb.conf.get(state_reader.ENCODING_CONF) == "unsaferow"
+    )  # the session's setting is back
 
 
 @pytest.mark.smoke
@@ -212,10 +320,15 @@ def test_lesson_runs_on_the_files_there(course_home):
     out = result.stdout
     assert "grouped.mapGroupsWithState exists in PySpark: False" in out
     assert "[UNSUPPORTED_FEATURE.STORE_BACKEND_NOT_SUPPORTED_FOR_TWS]" in out
-    assert re.search(r"\|U2 +\|closed\|1 +\|0\.0 +\|1 +\|view +\|2025-01-15 10:30:20\|", out), out[-3000:]
+    assert re.search(r"\|U2 +\|closed\|1 +\|0\.0 +\|1 +\|view +\|2025-01-15 10:30:20\|", out), out[
+        -3000:
+    ]
     assert "stateVarName=session: 1 row\n  key  value\n  U3   2, 15.0, 10:33:00" in out
     assert "readRegisteredTimers: 1 row" in out
     assert "09: joinSide=right (clicks kept): 2 rows" in out
-    assert "encodingFormat=avro, after the restart: [Row(user_id='U1', events=5, kept='(3, None)')]" in out
+    assert (
+        "encodingFormat=avro, after the restart: [Row(user_id='U1', events=5, kept='(3, None)')]"
+        in out
+    )
     assert "[STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE]" in out
     assert "handleExpiredTimer cleared them" in prose(out)

@@ -32,8 +32,15 @@ WINDOWS_A_B = [
 
 def folders(tmp_path) -> SimpleNamespace:
     output = tmp_path / "out"
-    return SimpleNamespace(output=output, input=output / "input", events=output / "events", plain=output / "plain",
-                           windows=output / "windows", logs=output / "logs", checkpoints=tmp_path / "checkpoints")
+    return SimpleNamespace(
+        output=output,
+        input=output / "input",
+        events=output / "events",
+        plain=output / "plain",
+        windows=output / "windows",
+        logs=output / "logs",
+        checkpoints=tmp_path / "checkpoints",
+    )
 
 
 def ids_of(part: str) -> list[str]:
@@ -45,7 +52,9 @@ def test_a_replayed_batch_id_is_skipped_by_delta_and_doubled_by_plain_files(spar
     where = folders(tmp_path)
     lesson.write_part(where, "a")
     batch = spark.read.schema(lesson.SCHEMA).json(str(where.input))
-    spark.sparkContext.setLocalProperty("sql.streaming.queryId", "test-query")  # what a streaming batch carries
+    spark.sparkContext.setLocalProperty(
+        "sql.streaming.queryId", "test-query"
+    )  # what a streaming batch carries
     try:
         lesson.write_events(batch, 0, where)
         lesson.write_events(batch, 0, where)  # batch 0 again, as after a kill before its commit
@@ -62,15 +71,35 @@ def test_window_counts_across_a_restart_then_a_refused_key_and_the_two_ways_out(
     where = folders(tmp_path)
     checkpoint = where.checkpoints / "windows"
     lesson.write_part(where, "a")
-    finish([lesson.start_windows(lesson.build_window_counts(lesson.read_records(spark, where.input)), where.windows,
-                                 checkpoint)])
+    finish(
+        [
+            lesson.start_windows(
+                lesson.build_window_counts(lesson.read_records(spark, where.input)),
+                where.windows,
+                checkpoint,
+            )
+        ]
+    )
     lesson.write_part(where, "b")  # the restart on the same checkpoint reads only part b
-    finish([lesson.start_windows(lesson.build_window_counts(lesson.read_records(spark, where.input)), where.windows,
-                                 checkpoint)])
+    finish(
+        [
+            lesson.start_windows(
+                lesson.build_window_counts(lesson.read_records(spark, where.input)),
+                where.windows,
+                checkpoint,
+            )
+        ]
+    )
     assert lesson.read_windows(spark, where.windows) == WINDOWS_A_B
-    records = crash.numbered_records(1, 24, seed=lesson.SEED, base_time=lesson.config.BASE_EVENT_TIME)
+    records = crash.numbered_records(
+        1, 24, seed=lesson.SEED, base_time=lesson.config.BASE_EVENT_TIME
+    )
     assert sorted(Counter(record["event_time"][11:16] for record in records).items()) == [
-        ("10:30", 5), ("10:31", 7), ("10:32", 6), ("10:33", 6)]
+        ("10:30", 5),
+        ("10:31", 7),
+        ("10:32", 6),
+        ("10:33", 6),
+    ]
     finish([lesson.start_uninterrupted(spark, where)])
     assert lesson.read_windows(spark, where.output / "windows_uninterrupted") == WINDOWS_A_B
 
@@ -81,17 +110,22 @@ def test_window_counts_across_a_restart_then_a_refused_key_and_the_two_ways_out(
     assert "[STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE]" in str(failure.value)
     assert "grouping keys" in errors.explain(failure.value)
     before = checkpoints.last_commit(checkpoint)
-    finish([lesson.start_filtered(spark, where)])  # the allowed change goes on from the same checkpoint
+    finish(
+        [lesson.start_filtered(spark, where)]
+    )  # the allowed change goes on from the same checkpoint
     assert checkpoints.last_commit(checkpoint) > before
     assert lesson.read_windows(spark, where.windows)[-1][:2] == (datetime(2025, 1, 15, 10, 34), 4)
-    finish([lesson.start_by_user(spark, where, where.checkpoints / "windows_by_user")])  # a new checkpoint
+    finish(
+        [lesson.start_by_user(spark, where, where.checkpoints / "windows_by_user")]
+    )  # a new checkpoint
     by_user = spark.read.format("delta").load(str(where.output / "windows_by_user"))
     assert by_user.groupBy().sum("records").first()[0] == 28  # every record read again
 
 
 def test_socket_lines_sent_while_no_query_listens_are_gone(spark, tmp_path, capsys):
-    result = crash.socket_gap(lambda *server_seen_checkpoint: lesson.start_lines(spark, *server_seen_checkpoint),
-                              tmp_path)
+    result = crash.socket_gap(
+        lambda *server_seen_checkpoint: lesson.start_lines(spark, *server_seen_checkpoint), tmp_path
+    )
     assert result["first"] == ["line 1", "line 2"]
     assert result["new"] == ["line 4"]
     assert "sent while down" not in result["old"] + result["new"]
@@ -119,17 +153,26 @@ def test_lesson_16_kills_its_child_twice_and_loses_nothing(course_home):
 
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
-    assert ("kill 1, before the offsets of part-b.json are written: events: offsets/ 0, commits/ 0; "
-            "windows: offsets/ 0, commits/ 0") in out
-    assert ("kill 2, after the sink wrote batch 1, before its commit: events: offsets/ 0 1, commits/ 0; "
-            "windows: offsets/ 0 1, commits/ 0") in out
+    assert (
+        "kill 1, before the offsets of part-b.json are written: events: offsets/ 0, commits/ 0; "
+        "windows: offsets/ 0, commits/ 0"
+    ) in out
+    assert (
+        "kill 2, after the sink wrote batch 1, before its commit: events: offsets/ 0 1, commits/ 0; "
+        "windows: offsets/ 0 1, commits/ 0"
+    ) in out
     assert "Delta table (txnAppId/txnVersion): rows lost: 0, rows duplicated: 0" in out
     assert "plain JSON files (no batch id):    rows lost: 0, rows duplicated: 12" in out
-    assert re.search(r"offsets/1:\n  v1\n  \{\"batchWatermarkMs\":\d+,.*\n  \{\"logOffset\":1\}", out)
+    assert re.search(
+        r"offsets/1:\n  v1\n  \{\"batchWatermarkMs\":\d+,.*\n  \{\"logOffset\":1\}", out
+    )
     assert "killed twice: 4 windows; uninterrupted run: 4 windows; equal: True" in out
     assert "[STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE]" in out
     assert "a) a new checkpoint: all 28 records read again" in out
-    assert "Offsets committed out of order" in out and "a restart on a new checkpoint received: ['line 4']" in out
+    assert (
+        "Offsets committed out of order" in out
+        and "a restart on a new checkpoint received: ['line 4']" in out
+    )
     assert "Delta found (query id, 1) in its log and skipped it" in prose(out)
     logs = course_home / "output" / "16_fault_tolerance" / "this-run" / "logs"
     assert sorted(path.name for path in logs.glob("*.log")) == ["1-wait.log", "2-after-sink.log"]

@@ -40,37 +40,58 @@ def test_prepare_writes_a_spec_with_this_runs_storage_next_to_a_copy_of_the_defi
     assert spec.configuration == {}  # none given: none written
     pipeline.configuration = {"shop.events_dir": "/a folder/with: a colon"}
     pipelines.prepare(pipeline)
-    assert load_pipeline_spec(pipeline.spec).configuration == {"shop.events_dir": "/a folder/with: a colon"}
+    assert load_pipeline_spec(pipeline.spec).configuration == {
+        "shop.events_dir": "/a folder/with: a colon"
+    }
     copied = sorted(path.name for path in (pipeline.spec.parent / "transformations").iterdir())
     assert copied == ["bronze.py", "gold.sql", "silver.py"]
     # The command's own JVM: spark-class reads its options from SPARK_CONF_DIR/java-opts.
     assert sorted(path.name for path in pipeline.conf_dir.iterdir()) == ["java-opts"]
     java_options = (pipeline.conf_dir / "java-opts").read_text().split()
-    assert "-XX:TieredStopAtLevel=1" in java_options and java_options[0].startswith("-Dlog4j2.configurationFile=")
+    assert "-XX:TieredStopAtLevel=1" in java_options and java_options[0].startswith(
+        "-Dlog4j2.configurationFile="
+    )
 
 
 def test_the_lessons_session_serves_spark_connect_with_the_pipelines_catalog(tmp_path):
     pipeline = pipeline_in(tmp_path)
     conf = pipelines.server_conf(pipeline)
     assert conf["spark.plugins"] == "org.apache.spark.sql.connect.SparkConnectPlugin"
-    assert (conf["spark.connect.grpc.binding.address"], conf["spark.connect.grpc.binding.port"]) == (
-        "127.0.0.1", str(pipeline.port))
+    assert (
+        conf["spark.connect.grpc.binding.address"],
+        conf["spark.connect.grpc.binding.port"],
+    ) == ("127.0.0.1", str(pipeline.port))
     assert conf["spark.connect.authenticate.token"] == pipeline.token != pipeline_in(tmp_path).token
-    assert conf["spark.sql.catalogImplementation"] == "hive"  # a second run fails LOCATION_ALREADY_EXISTS without it
-    assert conf["spark.sql.warehouse.dir"] == f"file:{pipeline.warehouse.resolve()}"  # never a bare path
-    assert f"databaseName={(pipeline.home / 'metastore_db').resolve()};" in conf["spark.hadoop.javax.jdo.option.ConnectionURL"]
+    assert (
+        conf["spark.sql.catalogImplementation"] == "hive"
+    )  # a second run fails LOCATION_ALREADY_EXISTS without it
+    assert (
+        conf["spark.sql.warehouse.dir"] == f"file:{pipeline.warehouse.resolve()}"
+    )  # never a bare path
+    assert (
+        f"databaseName={(pipeline.home / 'metastore_db').resolve()};"
+        in conf["spark.hadoop.javax.jdo.option.ConnectionURL"]
+    )
     assert conf["spark.sql.pipelines.execution.maxConcurrentFlows"] == "1"
 
 
 def test_the_command_is_the_venvs_spark_pipelines_sent_to_the_lessons_endpoint(tmp_path):
     pipeline = pipeline_in(tmp_path)
     line = pipelines.command(pipeline, "dry-run")
-    assert line == [str(Path(sys.executable).parent / "spark-pipelines"), "dry-run", "--spec", str(pipeline.spec),
-                    "--remote", f"sc://localhost:{pipeline.port}"]
+    assert line == [
+        str(Path(sys.executable).parent / "spark-pipelines"),
+        "dry-run",
+        "--spec",
+        str(pipeline.spec),
+        "--remote",
+        f"sc://localhost:{pipeline.port}",
+    ]
     assert Path(line[0]).is_file()
     environment = pipelines.environment(pipeline)
     assert environment["SPARK_CONF_DIR"] == str(pipeline.conf_dir.resolve())
-    assert environment["PYTHONPATH"].split(":")[0].endswith("streaming_tutorial")  # the definitions import common
+    assert (
+        environment["PYTHONPATH"].split(":")[0].endswith("streaming_tutorial")
+    )  # the definitions import common
     assert environment["SPARK_CONNECT_AUTHENTICATE_TOKEN"] == pipeline.token
     assert pipeline.token not in pipelines.shell_line(pipeline, "run")  # what the lesson prints
 
@@ -89,8 +110,12 @@ def test_only_the_lines_about_the_pipeline_are_shown_and_every_flows_last_state_
     ]
     shown = [pipelines.event_to_show(line, flows) for line in lines]
     assert [text for text in shown if text] == [
-        "  10:30:01  read bronze.py", "  10:30:01  read gold.sql", "  10:30:03  bronze_events: completed",
-        "  10:30:04  gold_funnel: failed: division by zero", "  10:30:05  Run is COMPLETED."]
+        "  10:30:01  read bronze.py",
+        "  10:30:01  read gold.sql",
+        "  10:30:03  bronze_events: completed",
+        "  10:30:04  gold_funnel: failed: division by zero",
+        "  10:30:05  Run is COMPLETED.",
+    ]
     assert flows == {"bronze_events": "COMPLETED", "gold_funnel": "FAILED"}
 
 
@@ -104,20 +129,25 @@ def test_a_failure_names_the_cause_spark_pipelines_own_words_and_the_log(tmp_pat
     assert advice.startswith("A Python error: in one of the pipeline's files")
     assert "[TABLE_OR_VIEW_NOT_FOUND] The table or view `bronz` cannot be found." in advice
     assert str(tmp_path / "run-1.log") in advice
-    assert pipelines.failure_advice("ModuleNotFoundError: No module named 'yaml'", tmp_path / "x.log").startswith(
-        "spark-pipelines needs the [pipelines] extra")
+    assert pipelines.failure_advice(
+        "ModuleNotFoundError: No module named 'yaml'", tmp_path / "x.log"
+    ).startswith("spark-pipelines needs the [pipelines] extra")
 
 
 def test_ctrl_c_stops_the_command_and_every_process_it_started(tmp_path, monkeypatch):
     # A stand-in for spark-pipelines: it prints a pipeline line, starts a child (a JVM's place), and waits.
     script = tmp_path / "fake.py"
-    script.write_text(textwrap.dedent("""\
+    script.write_text(
+        textwrap.dedent("""\
         import subprocess, sys, time
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
         print("2026-01-15 10:30:00: Run is RUNNING.", flush=True)
         time.sleep(300)
-        """))
-    monkeypatch.setattr(pipelines, "command", lambda pipeline, action: [sys.executable, str(script)])
+        """)
+    )
+    monkeypatch.setattr(
+        pipelines, "command", lambda pipeline, action: [sys.executable, str(script)]
+    )
     groups = []
 
     def press_ctrl_c(text: str) -> None:
@@ -125,7 +155,9 @@ def test_ctrl_c_stops_the_command_and_every_process_it_started(tmp_path, monkeyp
         raise KeyboardInterrupt
 
     popen, made = pipelines.subprocess.Popen, []
-    monkeypatch.setattr(pipelines.subprocess, "Popen", lambda *a, **k: made.append(popen(*a, **k)) or made[-1])
+    monkeypatch.setattr(
+        pipelines.subprocess, "Popen", lambda *a, **k: made.append(popen(*a, **k)) or made[-1]
+    )
     with pytest.raises(KeyboardInterrupt):
         pipelines.run(pipeline_in(tmp_path), "run", show=press_ctrl_c)
     assert groups == ["  10:30:00  Run is RUNNING."]
@@ -147,18 +179,28 @@ def window_start(moment: datetime, size: timedelta) -> datetime:
 def expected_gold() -> tuple[list[tuple], list[tuple]]:
     """Both gold tables computed in plain Python from the simulator's events (the lesson's seed and time)."""
     generator = load_generator()
-    events = generator.make_ecommerce_events(EVENTS, seed=42, base_time=datetime(2025, 1, 15, 10, 30,
-                                                                                  tzinfo=timezone.utc))
+    events = generator.make_ecommerce_events(
+        EVENTS, seed=42, base_time=datetime(2025, 1, 15, 10, 30, tzinfo=timezone.utc)
+    )
     revenue, funnel = defaultdict(list), defaultdict(lambda: [0, 0, 0])
     for event in events:
         moment = datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00"))
         if event["event_type"] == "purchase":
             revenue[(window_start(moment, FIVE_MINUTES), event["category"])].append(event)
-        funnel[window_start(moment, TWO_MINUTES)][("view", "cart", "purchase").index(event["event_type"])] += 1
+        funnel[window_start(moment, TWO_MINUTES)][
+            ("view", "cart", "purchase").index(event["event_type"])
+        ] += 1
     revenue_rows = sorted(
-        (start, start + FIVE_MINUTES, category, len(bought), round(sum(e["price"] * e["quantity"] for e in bought), 2),
-         round(sum(e["price"] for e in bought) / len(bought), 2))
-        for (start, category), bought in revenue.items())
+        (
+            start,
+            start + FIVE_MINUTES,
+            category,
+            len(bought),
+            round(sum(e["price"] * e["quantity"] for e in bought), 2),
+            round(sum(e["price"] for e in bought) / len(bought), 2),
+        )
+        for (start, category), bought in revenue.items()
+    )
     funnel_rows = sorted((start, start + TWO_MINUTES, *counts) for start, counts in funnel.items())
     return revenue_rows, funnel_rows
 
@@ -168,8 +210,9 @@ def load_generator():
 
     from conftest import ROOT
 
-    spec = importlib.util.spec_from_file_location("generate_ecommerce_events",
-                                                  ROOT / "data_generators" / "generate_ecommerce_events.py")
+    spec = importlib.util.spec_from_file_location(
+        "generate_ecommerce_events", ROOT / "data_generators" / "generate_ecommerce_events.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -180,31 +223,51 @@ def read_gold(warehouse: Path, table: str) -> list[tuple]:
     import pyarrow.parquet as pq
 
     rows = pq.read_table(warehouse / table).to_pylist()
-    return sorted(tuple(value.replace(tzinfo=timezone.utc) if isinstance(value, datetime) and value.tzinfo is None
-                        else value for value in row.values()) for row in rows)
+    return sorted(
+        tuple(
+            value.replace(tzinfo=timezone.utc)
+            if isinstance(value, datetime) and value.tzinfo is None
+            else value
+            for value in row.values()
+        )
+        for row in rows
+    )
 
 
 @pytest.mark.smoke
 def test_the_lesson_runs_the_pipeline_twice_and_its_gold_tables_hold_the_exact_figures(course_home):
-    result = run_script("streaming_tutorial/18_declarative_pipeline.py", home=course_home, timeout=400)
+    result = run_script(
+        "streaming_tutorial/18_declarative_pipeline.py", home=course_home, timeout=400
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     out = prose(result.stdout)
     assert "Run is COMPLETED." in out
     assert "run 1 read: events-0001.json, events-0002.json, events-0003.json" in out
-    assert "run 2 read: events-0004.json, events-0005.json, events-typos.json" in out  # only the new files
+    assert (
+        "run 2 read: events-0004.json, events-0005.json, events-typos.json" in out
+    )  # only the new files
     table = [line.split() for line in result.stdout.split("after run 2\n", 1)[1].splitlines()[:5]]
-    assert table == [["bronze_events", "60", "103"], ["silver_events", "60", "100"], ["silver_quarantine", "0", "3"],
-                     ["gold_category_revenue", "4", "4"], ["gold_funnel", "2", "3"]]
+    assert table == [
+        ["bronze_events", "60", "103"],
+        ["silver_events", "60", "100"],
+        ["silver_quarantine", "0", "3"],
+        ["gold_category_revenue", "4", "4"],
+        ["gold_funnel", "2", "3"],
+    ]
     for reason in ("not a JSON object", "price below 0", "missing user_id"):
         assert f"|events-typos.json|{reason}" in result.stdout
     assert "gold_category_revenue: " in out and out.count("equal: True") == 2
     # Each command ran one JVM, its launcher: the pipeline ran in the lesson's session, not in a Spark of its own.
     assert re.findall(r"(dry-run|run) \d+ s \(\d+ CPU-s, (\d+) JVM\)", out) == [
-        ("dry-run", "1"), ("run", "1"), ("run", "1")]
+        ("dry-run", "1"),
+        ("run", "1"),
+        ("run", "1"),
+    ]
     # Its own input folder: the shared one other lessons read got nothing.
     events = course_home / "output" / "18_declarative_pipeline" / "events"
-    assert sorted(path.name for path in events.glob("events-*.json")) == [f"events-000{n}.json" for n in range(1, 6)] + [
-        "events-typos.json"]
+    assert sorted(path.name for path in events.glob("events-*.json")) == [
+        f"events-000{n}.json" for n in range(1, 6)
+    ] + ["events-typos.json"]
     assert not list((course_home / "data" / "ecommerce_events").glob("*.json"))
     revenue, funnel = expected_gold()
     warehouse = course_home / "output" / "18_declarative_pipeline" / "warehouse"
@@ -213,11 +276,15 @@ def test_the_lesson_runs_the_pipeline_twice_and_its_gold_tables_hold_the_exact_f
 
 
 def test_the_jvm_count_leaves_out_the_brief_launcher_jvm_spark_class_runs_first(tmp_path):
-    for pid, command in (("1", b"java\0-cp\0jars/*\0org.apache.spark.launcher.Main\0"),
-                         ("2", b"java\0-cp\0jars/*\0org.apache.spark.deploy.SparkPipelines\0")):
+    for pid, command in (
+        ("1", b"java\0-cp\0jars/*\0org.apache.spark.launcher.Main\0"),
+        ("2", b"java\0-cp\0jars/*\0org.apache.spark.deploy.SparkPipelines\0"),
+    ):
         (tmp_path / pid).mkdir()
         (tmp_path / pid / "cmdline").write_bytes(command)
     assert pipelines.CpuMeter._what(tmp_path / "1", "java") == "launcher"
     assert pipelines.CpuMeter._what(tmp_path / "2", "java") == "java"
-    assert pipelines.CpuMeter._what(tmp_path / "3", "java") == "java"  # gone before its command line was read
+    assert (
+        pipelines.CpuMeter._what(tmp_path / "3", "java") == "java"
+    )  # gone before its command line was read
     assert pipelines.CpuMeter._what(tmp_path / "2", "python3") == "python3"

@@ -42,25 +42,39 @@ def code_lines(source: str) -> set[int]:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
             body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
-                    and isinstance(body[0].value.value, str):
+            if (
+                body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(getattr(body[0], "value", None), ast.Constant)
+                and isinstance(body[0].value.value, str)
+            ):
                 docstring_lines.update(range(body[0].lineno, body[0].end_lineno + 1))
     lines = set()
     for token in tokenize.generate_tokens(io.StringIO(source).readline):
-        if token.type not in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
-                              tokenize.ENDMARKER):
+        if token.type not in (
+            tokenize.COMMENT,
+            tokenize.NL,
+            tokenize.NEWLINE,
+            tokenize.INDENT,
+            tokenize.DEDENT,
+            tokenize.ENDMARKER,
+        ):
             lines.add(token.start[0])
     return lines - docstring_lines
 
 
 def sql_code_lines(source: str) -> int:
-    return sum(1 for line in source.splitlines() if line.strip() and not line.strip().startswith("--"))
+    return sum(
+        1 for line in source.splitlines() if line.strip() and not line.strip().startswith("--")
+    )
 
 
 def pipeline_definitions(source: str, pipelines: Path = PIPELINES) -> list[Path]:
     """The table definitions of the pipeline a lesson runs (its ``PIPELINE = "<folder>"``), or none."""
     for node in ast.parse(source).body:
-        if isinstance(node, ast.Assign) and [getattr(target, "id", None) for target in node.targets] == ["PIPELINE"]:
+        if isinstance(node, ast.Assign) and [
+            getattr(target, "id", None) for target in node.targets
+        ] == ["PIPELINE"]:
             folder = pipelines / node.value.value / "transformations"
             return sorted(path for path in folder.rglob("*") if path.suffix in (".py", ".sql"))
     return []
@@ -73,9 +87,11 @@ def query_share(path: Path, pipelines: Path = PIPELINES) -> float:
     for node in ast.parse(source).body:
         if isinstance(node, ast.FunctionDef) and node.name.startswith(QUERY_PREFIXES):
             query.update(range(node.lineno, node.end_lineno + 1))
-    definitions = sum(len(code_lines(text)) if definition.suffix == ".py" else sql_code_lines(text)
-                      for definition in pipeline_definitions(source, pipelines)
-                      for text in [definition.read_text(encoding="utf-8")])
+    definitions = sum(
+        len(code_lines(text)) if definition.suffix == ".py" else sql_code_lines(text)
+        for definition in pipeline_definitions(source, pipelines)
+        for text in [definition.read_text(encoding="utf-8")]
+    )
     return (len(code & query) + definitions) / max(len(code) + definitions, 1)
 
 
@@ -88,15 +104,21 @@ def test_a_lesson_fits_on_a_few_screens(lesson):
 @pytest.mark.parametrize("lesson", SHAPED, ids=lambda path: path.stem)
 def test_a_lesson_is_mostly_its_query(lesson):
     share = query_share(lesson)
-    bar = MIN_QUERY_SHARE_WITH_PIPELINE if pipeline_definitions(lesson.read_text(encoding="utf-8")) else MIN_QUERY_SHARE
+    bar = (
+        MIN_QUERY_SHARE_WITH_PIPELINE
+        if pipeline_definitions(lesson.read_text(encoding="utf-8"))
+        else MIN_QUERY_SHARE
+    )
     assert share >= bar, f"{lesson.name}: only {share:.0%} of its code builds or starts queries"
 
 
 def test_the_measure_tells_query_code_from_machinery(tmp_path):
     lesson = tmp_path / "99_example.py"
-    lesson.write_text('"""Doc.\n\nmore doc\n"""\nX = 1\n\n\ndef build_x(df):\n    """Doc."""\n'
-                      '    # why\n    return df.select("x")\n\n\ndef main():\n    say("""a long\n    paragraph\n'
-                      '    of prose""")\n    print(2)\n')
+    lesson.write_text(
+        '"""Doc.\n\nmore doc\n"""\nX = 1\n\n\ndef build_x(df):\n    """Doc."""\n'
+        '    # why\n    return df.select("x")\n\n\ndef main():\n    say("""a long\n    paragraph\n'
+        '    of prose""")\n    print(2)\n'
+    )
     # Code lines: X = 1, def build_x, return, def main, say(, the ")" after the prose, print(2);
     # query code: def build_x and its return.
     assert query_share(lesson) == pytest.approx(2 / 7)
@@ -107,10 +129,16 @@ def test_a_pipeline_lessons_table_definitions_count_as_its_query_code(tmp_path):
     lesson.write_text('PIPELINE = "demo"\n\n\ndef main():\n    print(1)\n')
     definitions = tmp_path / "demo" / "transformations"
     definitions.mkdir(parents=True)
-    (definitions / "bronze.py").write_text('"""Doc."""\nX = 1\n\n\ndef bronze():\n    # why\n    return X\n')
-    (definitions / "gold.sql").write_text("-- a comment\nCREATE MATERIALIZED VIEW gold\n\nAS SELECT 1;\n")
+    (definitions / "bronze.py").write_text(
+        '"""Doc."""\nX = 1\n\n\ndef bronze():\n    # why\n    return X\n'
+    )
+    (definitions / "gold.sql").write_text(
+        "-- a comment\nCREATE MATERIALIZED VIEW gold\n\nAS SELECT 1;\n"
+    )
     (definitions / "notes.txt").write_text("not a definition\n")
     # The lesson's code: PIPELINE, def main, print(1), none of it query code; the definitions'
     # code: X = 1, def bronze, return X, and two SQL lines, all of it query code.
     assert query_share(lesson, pipelines=tmp_path) == pytest.approx(5 / 8)
-    assert query_share(lesson, pipelines=tmp_path / "elsewhere") == 0  # no definitions there: none counted
+    assert (
+        query_share(lesson, pipelines=tmp_path / "elsewhere") == 0
+    )  # no definitions there: none counted

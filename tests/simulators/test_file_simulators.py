@@ -31,10 +31,14 @@ class FileSimulator:
 
 SIMULATORS = {
     "transactions": FileSimulator("simulate_file_data.py", "input_stream", ["--count", "3"]),
-    "ecommerce": FileSimulator("generate_ecommerce_events.py", "ecommerce_events", ["--count", "3"]),
+    "ecommerce": FileSimulator(
+        "generate_ecommerce_events.py", "ecommerce_events", ["--count", "3"]
+    ),
     "sensors": FileSimulator("generate_sensor_data.py", "sensor_readings", ["--count", "3"]),
     # 3 batches of 20 impressions: a file of impressions each, and a file of clicks when there are some.
-    "ad_events": FileSimulator("generate_ad_events.py", "ad_events", ["--count", "60", "--batch-size", "20"]),
+    "ad_events": FileSimulator(
+        "generate_ad_events.py", "ad_events", ["--count", "60", "--batch-size", "20"]
+    ),
 }
 # Back-to-back runs of 30 tiny files, to check their modification times.
 MANY_TINY_FILES = {
@@ -47,19 +51,34 @@ MANY_TINY_FILES = {
 
 def written(stdout: str) -> list[Path]:
     """The files a run says it wrote ("wrote <path> (<note>)"), in the order it wrote them."""
-    return [Path(line.removeprefix("wrote ").split(" (")[0]) for line in stdout.splitlines()
-            if line.startswith("wrote ")]
+    return [
+        Path(line.removeprefix("wrote ").split(" (")[0])
+        for line in stdout.splitlines()
+        if line.startswith("wrote ")
+    ]
 
 
 def files_under(folder: Path) -> dict[str, bytes]:
     """Every JSON file under ``folder`` (subfolders too), by its path relative to it."""
-    return {path.relative_to(folder).as_posix(): path.read_bytes() for path in sorted(folder.rglob("*.json"))}
+    return {
+        path.relative_to(folder).as_posix(): path.read_bytes()
+        for path in sorted(folder.rglob("*.json"))
+    }
 
 
 def run(name: str, *extra: str, home: Path, **kwargs) -> subprocess.CompletedProcess:
     simulator = SIMULATORS[name]
-    result = run_script(simulator.script, *simulator.small_run, "--interval", "0", "--base-time", BASE, *extra,
-                        home=home, **kwargs)
+    result = run_script(
+        simulator.script,
+        *simulator.small_run,
+        "--interval",
+        "0",
+        "--base-time",
+        BASE,
+        *extra,
+        home=home,
+        **kwargs,
+    )
     assert result.returncode == 0, result.stderr
     return result
 
@@ -93,15 +112,21 @@ def test_output_dir_writes_there_and_nowhere_else(name, course_home, tmp_path):
 
     assert not (course_home / "data").exists()
     assert sorted(written(result.stdout)) == sorted(elsewhere.rglob("*.json"))
-    assert files_under(elsewhere) == files_under(tmp_path / "default_home" / "data" / SIMULATORS[name].folder)
-    assert "--output-dir DIR" in run_script(SIMULATORS[name].script, "--help", home=course_home).stdout
+    assert files_under(elsewhere) == files_under(
+        tmp_path / "default_home" / "data" / SIMULATORS[name].folder
+    )
+    assert (
+        "--output-dir DIR" in run_script(SIMULATORS[name].script, "--help", home=course_home).stdout
+    )
 
 
 @pytest.mark.smoke
 @pytest.mark.parametrize("name", SIMULATORS)
 def test_files_written_back_to_back_still_have_increasing_mtimes(name, course_home):
     folder = course_home / "data" / SIMULATORS[name].folder
-    result = run_script(SIMULATORS[name].script, *MANY_TINY_FILES[name], "--interval", "0", home=course_home)
+    result = run_script(
+        SIMULATORS[name].script, *MANY_TINY_FILES[name], "--interval", "0", home=course_home
+    )
     assert result.returncode == 0, result.stderr
 
     # The file source reads new files in modification-time order, compared in milliseconds;
@@ -114,28 +139,50 @@ def test_files_written_back_to_back_still_have_increasing_mtimes(name, course_ho
 
 
 @pytest.mark.smoke
-@pytest.mark.parametrize("stop, expected_code", [(signal.SIGINT, 130), (signal.SIGTERM, 0)], ids=["ctrl-c", "sigterm"])
+@pytest.mark.parametrize(
+    "stop, expected_code", [(signal.SIGINT, 130), (signal.SIGTERM, 0)], ids=["ctrl-c", "sigterm"]
+)
 @pytest.mark.parametrize("name", SIMULATORS)
 def test_simulators_stop_cleanly_and_remove_their_pid_file(name, stop, expected_code, course_home):
     simulator = SIMULATORS[name]
     env = {**os.environ, "STREAMING_COURSE_HOME": str(course_home), "PYTHONUNBUFFERED": "1"}
-    process = subprocess.Popen([sys.executable, str(ROOT / simulator.script), *simulator.small_run,
-                                "--interval", "60", "--base-time", BASE],
-                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / simulator.script),
+            *simulator.small_run,
+            "--interval",
+            "60",
+            "--base-time",
+            BASE,
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     for line in process.stdout:  # the first file is written at once; then it waits 60 s
         if line.startswith("wrote "):
             break
     pid_files = list((course_home / ".runtime").glob("*.pid"))
     assert [path.read_text() for path in pid_files] == [str(process.pid)]
 
-    process.send_signal(stop)  # Ctrl-C in its terminal, or a lesson stopping the simulator it started
+    process.send_signal(
+        stop
+    )  # Ctrl-C in its terminal, or a lesson stopping the simulator it started
     try:
         stdout, stderr = process.communicate(timeout=60)
     except subprocess.TimeoutExpired:
         status = Path(f"/proc/{process.pid}/status")
-        signals = [line for line in status.read_text().splitlines() if line.startswith("Sig")] if status.exists() else []
+        signals = (
+            [line for line in status.read_text().splitlines() if line.startswith("Sig")]
+            if status.exists()
+            else []
+        )
         process.kill()
-        pytest.fail(f"the simulator did not stop within 60 s of {stop.name}; its signal state: {signals}")
+        pytest.fail(
+            f"the simulator did not stop within 60 s of {stop.name}; its signal state: {signals}"
+        )
 
     assert process.returncode == expected_code
     assert "Traceback" not in stderr
@@ -155,18 +202,32 @@ def test_simulators_stop_cleanly_and_remove_their_pid_file(name, stop, expected_
 @pytest.mark.smoke
 def test_a_second_run_continues_the_numbering(course_home):
     for _ in range(2):
-        result = run_script("data_generators/simulate_file_data.py", "--count", "2", "--interval", "0",
-                            "--base-time", BASE, home=course_home)
+        result = run_script(
+            "data_generators/simulate_file_data.py",
+            "--count",
+            "2",
+            "--interval",
+            "0",
+            "--base-time",
+            BASE,
+            home=course_home,
+        )
         assert result.returncode == 0, result.stderr
 
     folder = course_home / "data" / "input_stream"
-    assert sorted(path.name for path in folder.iterdir()) == [f"transactions-{n:04d}.json" for n in (1, 2, 3, 4)]
-    ids = [json.loads(line)["transaction_id"] for path in sorted(folder.iterdir())
-           for line in path.read_text().splitlines()]
+    assert sorted(path.name for path in folder.iterdir()) == [
+        f"transactions-{n:04d}.json" for n in (1, 2, 3, 4)
+    ]
+    ids = [
+        json.loads(line)["transaction_id"]
+        for path in sorted(folder.iterdir())
+        for line in path.read_text().splitlines()
+    ]
     assert ids == [f"TXN-{n:06d}" for n in range(1, 41)]
     # The second run continued the same sequence: identical to one run of four files.
-    assert [json.loads(line) for line in (folder / "transactions-0004.json").read_text().splitlines()] == \
-        simulate_file_data.make_transactions(10, base_time=parse_iso(BASE), start=30)
+    assert [
+        json.loads(line) for line in (folder / "transactions-0004.json").read_text().splitlines()
+    ] == simulate_file_data.make_transactions(10, base_time=parse_iso(BASE), start=30)
 
 
 @pytest.mark.smoke
@@ -175,10 +236,20 @@ def test_the_watched_folder_only_ever_holds_complete_files(course_home):
     folder = course_home / "data" / "input_stream"
     folder.mkdir(parents=True)
     records_per_file = 300
-    command = [sys.executable, str(ROOT / "data_generators/simulate_file_data.py"), "--count", "40",
-               "--interval", "0", "--records-per-file", str(records_per_file)]
+    command = [
+        sys.executable,
+        str(ROOT / "data_generators/simulate_file_data.py"),
+        "--count",
+        "40",
+        "--interval",
+        "0",
+        "--records-per-file",
+        str(records_per_file),
+    ]
     env = {**os.environ, "STREAMING_COURSE_HOME": str(course_home)}
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     problems, checked = [], set()
     while True:
         finished = process.poll() is not None
@@ -187,8 +258,11 @@ def test_the_watched_folder_only_ever_holds_complete_files(course_home):
             if path.name in checked:
                 continue
             text = path.read_text()
-            if not simulate_file_data.FILE_PATTERN.match(path.name) or not text.endswith("\n") \
-                    or len(text.splitlines()) != records_per_file:
+            if (
+                not simulate_file_data.FILE_PATTERN.match(path.name)
+                or not text.endswith("\n")
+                or len(text.splitlines()) != records_per_file
+            ):
                 problems.append((path.name, len(text)))
             checked.add(path.name)
         if finished:
@@ -205,17 +279,32 @@ def test_the_watched_folder_only_ever_holds_complete_files(course_home):
 
 @pytest.mark.smoke
 def test_malformed_lines_are_corrupt_records_for_spark(spark, course_home):
-    result = run_script("data_generators/simulate_file_data.py", "--count", "2", "--interval", "0",
-                        "--malformed-every", "3", "--base-time", BASE, home=course_home)
+    result = run_script(
+        "data_generators/simulate_file_data.py",
+        "--count",
+        "2",
+        "--interval",
+        "0",
+        "--malformed-every",
+        "3",
+        "--base-time",
+        BASE,
+        home=course_home,
+    )
     assert result.returncode == 0, result.stderr
 
-    with_corrupt = StructType([*schemas.TRANSACTION_SCHEMA.fields, StructField("_corrupt_record", StringType())])
+    with_corrupt = StructType(
+        [*schemas.TRANSACTION_SCHEMA.fields, StructField("_corrupt_record", StringType())]
+    )
     df = spark.read.schema(with_corrupt).json(str(course_home / "data" / "input_stream")).cache()
     corrupt = df.filter(F.col("_corrupt_record").isNotNull())
 
     assert df.count() == 20
     assert corrupt.count() == 6  # lines 3, 6 and 9 of each file
-    assert df.filter(F.col("_corrupt_record").isNull() & F.col("transaction_id").isNotNull()).count() == 14
+    assert (
+        df.filter(F.col("_corrupt_record").isNull() & F.col("transaction_id").isNotNull()).count()
+        == 14
+    )
     df.unpersist()
 
 
@@ -229,9 +318,22 @@ def test_a_simulator_stops_on_ctrl_c_even_if_it_was_started_with_signals_blocked
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
-    process = subprocess.Popen([sys.executable, str(ROOT / simulator.script), *simulator.small_run,
-                                "--interval", "60", "--base-time", BASE],
-                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=blocked)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / simulator.script),
+            *simulator.small_run,
+            "--interval",
+            "60",
+            "--base-time",
+            BASE,
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=blocked,
+    )
     for line in process.stdout:
         if line.startswith("wrote "):
             break

@@ -23,8 +23,11 @@ LINES_PER_FILE = {"input_stream": 10, "ecommerce_events": 20, "sensor_readings":
 def snapshot(home) -> dict[str, bytes]:
     """Every sample file's bytes, keyed by its path under data/."""
     data = home / "data"
-    return {str(path.relative_to(data)): path.read_bytes()
-            for folder in SAMPLE_FILES for path in sorted((data / folder).iterdir())}
+    return {
+        str(path.relative_to(data)): path.read_bytes()
+        for folder in SAMPLE_FILES
+        for path in sorted((data / folder).iterdir())
+    }
 
 
 def broken_lines(path) -> list[int]:
@@ -49,14 +52,18 @@ def test_sample_data_is_exactly_the_promised_files_and_reruns_identically(course
         # The file source reads new files in modification-time order, compared in milliseconds.
         mtimes = [path.stat().st_mtime_ns for path in files]
         assert all(later - earlier >= 1_000_000 for earlier, later in zip(mtimes, mtimes[1:]))
-    assert [broken_lines(data / "input_stream" / name) for name in SAMPLE_FILES["input_stream"]] == [[], [], [5, 10]]
+    assert [
+        broken_lines(data / "input_stream" / name) for name in SAMPLE_FILES["input_stream"]
+    ] == [[], [], [5, 10]]
     assert (course_home / "checkpoints").is_dir() and (course_home / "output").is_dir()
     assert "wrote 3 files to" in first.stdout and "28 transactions + 2 broken lines" in first.stdout
     assert "wrote 5 files to" in first.stdout and "wrote 4 files to" in first.stdout
     before = snapshot(course_home)
 
     # A simulator added a file since: a rerun removes it and writes the same bytes again.
-    (data / "input_stream" / "transactions-0004.json").write_text('{"transaction_id":"TXN-000031"}\n')
+    (data / "input_stream" / "transactions-0004.json").write_text(
+        '{"transaction_id":"TXN-000031"}\n'
+    )
     second = run_script("initial_setup.py", "--sample-data", home=course_home, input_text="")
 
     assert second.returncode == 0, second.stderr
@@ -68,8 +75,10 @@ def test_no_flags_and_no_terminal_means_sample_data(course_home):
     result = run_script("initial_setup.py", home=course_home, input_text="")
 
     assert result.returncode == 0, result.stderr
-    assert sorted(p.name for p in (course_home / "data" / "ecommerce_events").iterdir()) == \
-        SAMPLE_FILES["ecommerce_events"]
+    assert (
+        sorted(p.name for p in (course_home / "data" / "ecommerce_events").iterdir())
+        == SAMPLE_FILES["ecommerce_events"]
+    )
 
 
 @pytest.mark.smoke
@@ -77,8 +86,14 @@ def test_menu_in_a_terminal_choice_1_creates_only_the_folders(course_home):
     leader, follower = pty.openpty()
     env = {**os.environ, "STREAMING_COURSE_HOME": str(course_home)}
     os.write(leader, b"1\n")  # the learner's answer, waiting in the terminal's input
-    result = subprocess.run([sys.executable, str(ROOT / "initial_setup.py")], stdin=follower, env=env,
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "initial_setup.py")],
+        stdin=follower,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     os.close(follower)
     os.close(leader)
 
@@ -102,8 +117,13 @@ def test_check_reports_each_requirement(course_home):
 def test_check_without_java_exits_1_with_the_advice(course_home, tmp_path):
     no_java = tmp_path / "empty_bin"
     no_java.mkdir()
-    result = run_script("initial_setup.py", "--check", home=course_home, input_text="",
-                        env={"PATH": str(no_java), "JAVA_HOME": ""})
+    result = run_script(
+        "initial_setup.py",
+        "--check",
+        home=course_home,
+        input_text="",
+        env={"PATH": str(no_java), "JAVA_HOME": ""},
+    )
 
     assert result.returncode == 1
     assert "✗ Java: NOT READY" in result.stdout
@@ -112,7 +132,10 @@ def test_check_without_java_exits_1_with_the_advice(course_home, tmp_path):
 
 @pytest.mark.smoke
 def test_reset_empties_checkpoints_and_output_only(course_home):
-    assert run_script("initial_setup.py", "--sample-data", home=course_home, input_text="").returncode == 0
+    assert (
+        run_script("initial_setup.py", "--sample-data", home=course_home, input_text="").returncode
+        == 0
+    )
     (course_home / "checkpoints" / "03_file_streaming" / "query" / "offsets").mkdir(parents=True)
     (course_home / "checkpoints" / "03_file_streaming" / "query" / "metadata").write_text("{}")
     (course_home / "checkpoints" / ".gitkeep").write_text("")

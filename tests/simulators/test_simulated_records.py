@@ -18,7 +18,12 @@ from pyspark.sql.types import StringType, StructField, StructType
 from common import config, paths, schemas
 from common.files import json_lines
 from common.timestamps import parse_iso
-from data_generators import generate_ad_events, generate_ecommerce_events, generate_sensor_data, simulate_file_data
+from data_generators import (
+    generate_ad_events,
+    generate_ecommerce_events,
+    generate_sensor_data,
+    simulate_file_data,
+)
 
 SCHEMAS = {
     "transactions": schemas.TRANSACTION_SCHEMA,
@@ -66,10 +71,16 @@ def test_transactions_look_like_payments():
 
     assert [r["transaction_id"] for r in records[:3]] == ["TXN-000001", "TXN-000002", "TXN-000003"]
     assert all(r["amount"] > 0 and round(r["amount"], 2) == r["amount"] for r in records)
-    assert {r["category"] for r in records} == categories == {"Electronics", "Sports", "Home", "Fashion"}
+    assert (
+        {r["category"] for r in records}
+        == categories
+        == {"Electronics", "Sports", "Home", "Fashion"}
+    )
     times = [parse_iso(r["timestamp"]) for r in records]
     assert times == sorted(times) and len(set(times)) == len(times)
-    assert times[0] - config.BASE_EVENT_TIME < timedelta(seconds=simulate_file_data.SECONDS_BETWEEN_TRANSACTIONS)
+    assert times[0] - config.BASE_EVENT_TIME < timedelta(
+        seconds=simulate_file_data.SECONDS_BETWEEN_TRANSACTIONS
+    )
 
 
 def test_ecommerce_events_follow_the_funnel():
@@ -80,13 +91,18 @@ def test_ecommerce_events_follow_the_funnel():
     assert set(kinds) == {"view", "cart", "purchase"}
     assert kinds["view"] > kinds["cart"] > kinds["purchase"] > 0
     assert parse_iso(events[0]["timestamp"]) == config.BASE_EVENT_TIME
-    gaps = [parse_iso(b["timestamp"]) - parse_iso(a["timestamp"]) for a, b in zip(events, events[1:])]
+    gaps = [
+        parse_iso(b["timestamp"]) - parse_iso(a["timestamp"]) for a, b in zip(events, events[1:])
+    ]
     assert all(timedelta(seconds=1) <= gap <= timedelta(seconds=4) for gap in gaps)
     viewed, carted = set(), set()
     for event in events:
         product = products[event["product_id"]]
-        assert (event["product_name"], event["category"], event["price"]) == \
-            (product["product_name"], product["category"], product["list_price"])
+        assert (event["product_name"], event["category"], event["price"]) == (
+            product["product_name"],
+            product["category"],
+            product["list_price"],
+        )
         shopper_and_product = (event["user_id"], event["product_id"])
         if event["event_type"] == "view":
             assert event["quantity"] == 1
@@ -103,21 +119,28 @@ def test_products_csv_matches_the_schema(spark):
         rows = list(csv.DictReader(handle))
     assert list(rows[0]) == schemas.PRODUCT_SCHEMA.fieldNames()
 
-    df = spark.read.schema(schemas.PRODUCT_SCHEMA).option("header", True).option("mode", "FAILFAST").csv(
-        str(paths.PRODUCTS_CSV))
+    df = (
+        spark.read.schema(schemas.PRODUCT_SCHEMA)
+        .option("header", True)
+        .option("mode", "FAILFAST")
+        .csv(str(paths.PRODUCTS_CSV))
+    )
     categories = Counter(row.category for row in df.collect())
 
     assert df.count() == 12 and df.dropna().count() == 12
     assert categories == {"Electronics": 3, "Sports": 3, "Home": 3, "Fashion": 3}
-    assert [row.product_id for row in df.orderBy("product_id").collect()] == [f"P{n:03d}" for n in range(1, 13)]
+    assert [row.product_id for row in df.orderBy("product_id").collect()] == [
+        f"P{n:03d}" for n in range(1, 13)
+    ]
 
 
 # --- sensor readings: disorder and lateness ----------------------------------------------------
 
 
 def test_late_readings_are_older_than_readings_that_arrived_before_them():
-    readings = generate_sensor_data.make_sensor_readings(400, late_fraction=0.1, max_lateness_seconds=60,
-                                                         disorder_seconds=5)
+    readings = generate_sensor_data.make_sensor_readings(
+        400, late_fraction=0.1, max_lateness_seconds=60, disorder_seconds=5
+    )
     assert [r["reading_id"] for r in readings] == list(range(1, 401))  # arrival order
 
     newest_so_far = None
@@ -143,22 +166,28 @@ def test_readings_in_order_when_asked():
     assert times == [config.BASE_EVENT_TIME + timedelta(seconds=n) for n in range(100)]
     # Only the times depend on the lateness options: the same sensors and temperatures.
     default = generate_sensor_data.make_sensor_readings(100)
-    assert [(r["sensor_id"], r["temperature"]) for r in readings] == \
-        [(r["sensor_id"], r["temperature"]) for r in default]
+    assert [(r["sensor_id"], r["temperature"]) for r in readings] == [
+        (r["sensor_id"], r["temperature"]) for r in default
+    ]
 
 
 def test_every_reading_is_very_late_when_late_fraction_is_one():
-    readings = generate_sensor_data.make_sensor_readings(50, late_fraction=1, max_lateness_seconds=20,
-                                                         disorder_seconds=5)
-    delays = [(config.BASE_EVENT_TIME + timedelta(seconds=n) - parse_iso(r["event_time"])).total_seconds()
-              for n, r in enumerate(readings)]
+    readings = generate_sensor_data.make_sensor_readings(
+        50, late_fraction=1, max_lateness_seconds=20, disorder_seconds=5
+    )
+    delays = [
+        (config.BASE_EVENT_TIME + timedelta(seconds=n) - parse_iso(r["event_time"])).total_seconds()
+        for n, r in enumerate(readings)
+    ]
 
     assert all(6 <= delay <= 20 for delay in delays)
     assert generate_sensor_data.count_late(readings, config.BASE_EVENT_TIME, 5) == 50
 
 
 def test_malformed_every_breaks_exactly_every_nth_line():
-    text = simulate_file_data.render_file(simulate_file_data.make_transactions(10), malformed_every=4)
+    text = simulate_file_data.render_file(
+        simulate_file_data.make_transactions(10), malformed_every=4
+    )
     broken = []
     for number, line in enumerate(text.splitlines(), start=1):
         try:
@@ -167,23 +196,29 @@ def test_malformed_every_breaks_exactly_every_nth_line():
             broken.append(number)
 
     assert broken == [4, 8]
-    assert simulate_file_data.render_file(simulate_file_data.make_transactions(10)) == \
-        json_lines(simulate_file_data.make_transactions(10))
+    assert simulate_file_data.render_file(simulate_file_data.make_transactions(10)) == json_lines(
+        simulate_file_data.make_transactions(10)
+    )
 
 
 # --- ad impressions and clicks ----------------------------------------------------------------
 
 
 def test_ad_files_put_impressions_before_clicks_and_leave_out_empty_files():
-    chunks = [([{"impression_id": "IMP-1"}], []), ([], [{"click_id": "CLK-1"}]), ([{"impression_id": "IMP-2"}],
-              [{"click_id": "CLK-2"}, {"click_id": "CLK-3"}])]
+    chunks = [
+        ([{"impression_id": "IMP-1"}], []),
+        ([], [{"click_id": "CLK-1"}]),
+        ([{"impression_id": "IMP-2"}], [{"click_id": "CLK-2"}, {"click_id": "CLK-3"}]),
+    ]
 
     batches = list(generate_ad_events.ad_files(chunks, config.BASE_EVENT_TIME, seed=5))
 
     assert [[(file.name, file.note) for file in batch] for batch in batches] == [
         [("impressions/impressions-20250115T103000Z-s5-0000.json", "1 impression")],
         [("clicks/clicks-20250115T103000Z-s5-0001.json", "1 click")],
-        [("impressions/impressions-20250115T103000Z-s5-0002.json", "1 impression"),
-         ("clicks/clicks-20250115T103000Z-s5-0002.json", "2 clicks")],
+        [
+            ("impressions/impressions-20250115T103000Z-s5-0002.json", "1 impression"),
+            ("clicks/clicks-20250115T103000Z-s5-0002.json", "2 clicks"),
+        ],
     ]
     assert [json.loads(line) for line in batches[2][1].text.splitlines()] == chunks[2][1]

@@ -23,9 +23,19 @@ class SocketServer:
         self.port = free_port()
         env = {**os.environ, "STREAMING_COURSE_HOME": str(home), "PYTHONUNBUFFERED": "1"}
         self.process = subprocess.Popen(
-            [sys.executable, str(ROOT / "data_generators/socket_server.py"), "--port", str(self.port), *args],
-            env=env, stdin=subprocess.DEVNULL if stdin_text is None else subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            [
+                sys.executable,
+                str(ROOT / "data_generators/socket_server.py"),
+                "--port",
+                str(self.port),
+                *args,
+            ],
+            env=env,
+            stdin=subprocess.DEVNULL if stdin_text is None else subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         if stdin_text is not None:
             self.process.stdin.write(stdin_text)
             self.process.stdin.close()
@@ -87,7 +97,9 @@ def test_socket_server_sends_piped_input_and_closes_after_linger(course_home):
     server.wait_until_listening()
 
     with socket.create_connection((config.SOCKET_HOST, server.port), timeout=60) as client:
-        received = client.makefile("r", encoding="utf-8").read()  # read() returns when the server closes
+        received = client.makefile(
+            "r", encoding="utf-8"
+        ).read()  # read() returns when the server closes
     code, stdout, _ = server.finish()
 
     assert received == "a b\nb c\n"
@@ -101,8 +113,14 @@ def test_socket_server_on_a_busy_port_explains_and_exits_2(course_home):
         holder.bind((config.SOCKET_HOST, 0))
         holder.listen()
         port = holder.getsockname()[1]
-        result = run_script("data_generators/socket_server.py", "--demo", "--port", str(port), home=course_home,
-                            timeout=60)
+        result = run_script(
+            "data_generators/socket_server.py",
+            "--demo",
+            "--port",
+            str(port),
+            home=course_home,
+            timeout=60,
+        )
 
     assert result.returncode == socket_server.EXIT_PORT_BUSY == 2
     assert f"Port {port} on {config.SOCKET_HOST} is in use" in result.stderr
@@ -127,7 +145,9 @@ def test_socket_server_stops_cleanly_on_ctrl_c(course_home):
 
 @pytest.mark.smoke
 def test_socket_server_keep_serving_serves_the_next_client_again(course_home):
-    server = SocketServer(course_home, "--demo", "--interval", "0", "--count", "2", "--keep-serving")
+    server = SocketServer(
+        course_home, "--demo", "--interval", "0", "--count", "2", "--keep-serving"
+    )
     server.wait_until_listening()
 
     first = server.read_lines(2)
@@ -145,8 +165,14 @@ def test_socket_server_sends_what_a_person_types(course_home):
     leader, follower = pty.openpty()
     env = {**os.environ, "STREAMING_COURSE_HOME": str(course_home), "PYTHONUNBUFFERED": "1"}
     port = free_port()
-    process = subprocess.Popen([sys.executable, str(ROOT / "data_generators/socket_server.py"), "--port", str(port)],
-                               env=env, stdin=follower, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "data_generators/socket_server.py"), "--port", str(port)],
+        env=env,
+        stdin=follower,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     os.close(follower)
     output = [process.stdout.readline()]
     assert output[0].startswith("Waiting for Spark to connect")

@@ -9,8 +9,12 @@ configuration ``shop.events_dir`` (lesson 18 sets it to output/18_declarative_pi
 from pyspark import pipelines as dp
 from pyspark.sql import functions as F
 
-spark = globals()["spark"]  # set by spark-pipelines (named here so linters and readers see where it comes from)
-EVENTS_DIR = spark.conf.get("shop.events_dir")  # from the spec's configuration: the folder of event files
+spark = globals()[
+    "spark"
+]  # set by spark-pipelines (named here so linters and readers see where it comes from)
+EVENTS_DIR = spark.conf.get(
+    "shop.events_dir"
+)  # from the spec's configuration: the folder of event files
 
 
 @dp.table(comment="Raw lines of the shop's event files, one row per line, never parsed or dropped")

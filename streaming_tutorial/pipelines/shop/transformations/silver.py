@@ -17,11 +17,14 @@ BRONZE_COLUMNS = ("value", "source_file")  # what bronze_events holds (bronze.py
 def parsed_lines():
     """The new bronze lines, each with its fields and a quarantine_reason (null for a good event)."""
     # The columns are named: asking a DataFrame for them analyses it, which a definition may not do.
-    return sources.parse_json(spark.readStream.table("bronze_events"), ECOMMERCE_EVENT_SCHEMA,
-                              columns=BRONZE_COLUMNS)
+    return sources.parse_json(
+        spark.readStream.table("bronze_events"), ECOMMERCE_EVENT_SCHEMA, columns=BRONZE_COLUMNS
+    )
 
 
-@dp.table(comment="Good shop events: the ECOMMERCE_EVENT_SCHEMA columns and the file each came from")
+@dp.table(
+    comment="Good shop events: the ECOMMERCE_EVENT_SCHEMA columns and the file each came from"
+)
 def silver_events():
     return sources.valid_records(parsed_lines(), ECOMMERCE_EVENT_SCHEMA, "source_file")
 
