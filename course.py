@@ -40,15 +40,15 @@ LESSONS_DIR = ROOT / "streaming_tutorial"
 sys.path.insert(0, str(LESSONS_DIR))
 # These helpers use the standard library only, so they work before .venv exists.
 from common import config  # noqa: E402
-from common.environment import check_java, check_python  # noqa: E402
-from common.simulators import port_open  # noqa: E402
+from infra.environment import check_java, check_python  # noqa: E402
+from infra.simulators import port_open  # noqa: E402
 
 FIRST_KAFKA_LESSON = 8  # lessons 08 and later need a Kafka broker
 BROKER_STEP = "Kafka broker"
 # Run with the venv's python from streaming_tutorial/: exit 0 when a Kafka broker (not just
 # any program) answers at argv[1], 3 when nothing Kafka-like does.
 KAFKA_PROBE = (
-    "import sys; from common.kafka import answers; sys.exit(0 if answers(sys.argv[1]) else 3)"
+    "import sys; from infra.kafka import answers; sys.exit(0 if answers(sys.argv[1]) else 3)"
 )
 
 
@@ -115,8 +115,8 @@ def ensure_environment() -> Path:
         STAMP.write_text(wanted)
     # Once per Java + pyspark pair: a Spark run whose JVM keeps the classes it loaded in an
     # archive that every later lesson maps instead of loading them again (about a third less
-    # CPU for a Delta lesson on 2 cores; common/class_archive.py). Quick when already done.
-    subprocess.run([str(python), "-m", "common.class_archive"], cwd=LESSONS_DIR)
+    # CPU for a Delta lesson on 2 cores; infra/class_archive.py). Quick when already done.
+    subprocess.run([str(python), "-m", "infra.class_archive"], cwd=LESSONS_DIR)
     return python
 
 
@@ -361,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
         return run_tour(python, args.first, args.last, again=args.again)
     if args.command == "cluster":
         return subprocess.run(
-            [str(python), "-m", "common.cluster", *extra], cwd=LESSONS_DIR
+            [str(python), "-m", "infra.cluster", *extra], cwd=LESSONS_DIR
         ).returncode
     return subprocess.run([str(python), "-m", "pytest", *extra], cwd=ROOT).returncode
 

@@ -32,9 +32,9 @@ ROOT = Path(__file__).resolve().parent
 sys.path[:0] = [str(ROOT / "streaming_tutorial"), str(ROOT)]
 
 from common import config, paths  # noqa: E402  (standard library only: works before pyspark is installed)
-from common.environment import run_checks  # noqa: E402
-from common.files import json_lines, write_atomically  # noqa: E402
 from data_generators import generate_ecommerce_events, generate_sensor_data, simulate_file_data  # noqa: E402
+from infra.environment import run_checks  # noqa: E402
+from infra.files import json_lines, write_atomically  # noqa: E402
 
 SEED = 42
 TRANSACTION_FILES, TRANSACTIONS_PER_FILE = 3, 10

@@ -12,7 +12,7 @@ them); --port/--controller-port or the environment variables LOCAL_KAFKA_PORT an
 LOCAL_KAFKA_CONTROLLER_PORT change them (set the same variable for the lessons). Lessons
 start this broker themselves when none is running; start it here to keep one up between
 lessons. Its jars live in one folder shared by every course folder and test run (see
-common/kafka_broker.py). To use another Kafka instead (Docker: ``docker compose up -d``),
+infra/kafka_broker.py). To use another Kafka instead (Docker: ``docker compose up -d``),
 set KAFKA_BOOTSTRAP_SERVERS=host:port.
 """
 
@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent / "streaming_tutorial"))
 
 from common import config  # noqa: E402
-from common.errors import CourseError  # noqa: E402
+from infra.errors import CourseError  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.controller_port:
         os.environ[config.LOCAL_KAFKA_CONTROLLER_PORT_ENV] = str(args.controller_port)
 
-    from common import kafka, kafka_broker
+    from infra import kafka, kafka_broker
 
     broker = kafka_broker.LocalBroker()
     try:

@@ -170,7 +170,7 @@ def count_steps(chosen: list[str], size: Size) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     from common import paths
-    from common.errors import CourseError
+    from infra.errors import CourseError
 
     args = parse_args(argv)
     size, chosen = args.size, args.chosen
@@ -215,8 +215,8 @@ def main(argv: list[str] | None = None) -> int:
 def run(chosen: list[str], size: Size, results: Results, progress: Progress, workdir: Path) -> None:
     from contextlib import ExitStack
 
-    from common.kafka_broker import kafka_for_lesson
     from common.session import get_spark
+    from infra.kafka_broker import kafka_for_lesson
 
     if "first_output" in chosen:  # first: a cold JVM, not competing with ours
         from benchmarks import first_output

@@ -106,7 +106,7 @@ def run_side(master: str, samples: int, home: Path, partitions: int | None = Non
 
 
 def cluster_cli(*args: str, home: Path) -> str:
-    from common import cluster
+    from infra import cluster
 
     result = cluster.run_cli(*args, home=home)
     if result.returncode != 0:
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(child(args.child, args.samples, args.workdir, args.partitions or None)))
         return 0
 
-    from common.simulators import free_port
+    from infra.simulators import free_port
 
     load_before = load_average()
     with tempfile.TemporaryDirectory(prefix="bench-cluster-") as folder:

@@ -4,7 +4,7 @@ The same messages feed both queries at once (as lesson 13 runs them): one input 
 one partition, since real-time mode holds a core per Kafka partition for the whole batch
 and the machine has two. Each message carries the moment it was sent; each result topic
 is stamped by the broker as it writes (LogAppendTime); latency = stamp - sent time
-(``common.latency``). Warm-up messages until both queries have answered are left out.
+(``lesson13_latency``). Warm-up messages until both queries have answered are left out.
 
 Keys: ``e2e_microbatch_p50_ms`` / ``_p99_ms`` and ``e2e_realtime_p50_ms`` / ``_p99_ms``.
 """
@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import lesson13_latency as latency
 from pyspark.sql import functions as F
 
 from benchmarks.harness import Results, Stats, stop
-from common import latency, paths
-from common.kafka import recreate_topics, spark_options
+from common import paths
 from common.sources import read_kafka
+from infra.kafka import recreate_topics, spark_options
 
 SOURCE = "bench-e2e-in"
 OUTPUTS = {"realtime": "bench-e2e-realtime", "microbatch": "bench-e2e-microbatch"}

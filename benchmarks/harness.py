@@ -30,7 +30,7 @@ from typing import Iterator, Sequence
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "streaming_tutorial"), str(ROOT)]
 
-from common.latency import percentile  # noqa: E402  (nearest rank, as lesson 13 reports latency)
+from lesson13_latency import percentile  # noqa: E402  (nearest rank, as lesson 13 reports latency)
 
 MIN_SAMPLES = (
     5  # per figure, after warm-up (the --tiny size takes fewer: it checks keys, not numbers)
@@ -208,7 +208,7 @@ def batch_times(query, warm_up: int, measured: int, timeout: float) -> list[floa
 
 def stop(query) -> None:
     """Stop ``query`` between two micro-batches (stopping one mid-batch logs the writers' aborts)."""
-    from common.runner import stop_between_batches
+    from infra.runner import stop_between_batches
 
     try:
         stop_between_batches(query)

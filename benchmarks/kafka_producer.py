@@ -51,7 +51,7 @@ def kafka_python_rate(
     """Messages per second through kafka-python with ``settings``, until all are acknowledged."""
     from kafka import KafkaProducer
 
-    from common.kafka import client_options
+    from infra.kafka import client_options
 
     producer = KafkaProducer(**client_options(bootstrap), **settings)
     try:
@@ -71,7 +71,7 @@ def confluent_rate(bootstrap: str, topic: str, payload: list[tuple[bytes, bytes]
     """Messages per second through confluent-kafka (librdkafka's defaults, acks=all)."""
     from confluent_kafka import Producer
 
-    from common.kafka_security import librdkafka_options
+    from infra.kafka_security import librdkafka_options
 
     producer = Producer({**librdkafka_options(bootstrap), "acks": "all"})
     producer.produce(topic, key=b"warm-up", value=b"{}")
@@ -92,7 +92,7 @@ def confluent_rate(bootstrap: str, topic: str, payload: list[tuple[bytes, bytes]
 
 def run(results: Results, progress, bootstrap: str, size) -> None:
     import data_generators.kafka_producer as course_producer
-    from common.kafka import recreate_topics
+    from infra.kafka import recreate_topics
 
     payload = messages(
         size.producer_messages // size.producer_rounds

@@ -75,7 +75,7 @@ def times(batches: list[dict]) -> Stats:
 
 
 def run(spark, results: Results, progress, workdir: Path, size, bootstrap: str) -> None:
-    from common.kafka import recreate_topics, spark_options
+    from infra.kafka import recreate_topics, spark_options
 
     with progress.step("stateless", "rate 1 row/s -> noop, trigger 0"):
         batches = measure(spark, workdir / "noop", size)

@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from benchmarks.harness import Results, Stats, stop, wait_for_batches
 from benchmarks.kafka_producer import confluent_rate, messages
 from common import paths
-from common.kafka import recreate_topics, spark_options
+from infra.kafka import recreate_topics, spark_options
 
 TOPIC = "bench-throughput"
 SCHEMA = "event_id STRING, user_id STRING, event_type STRING, product_id STRING, price DOUBLE, ts TIMESTAMP"

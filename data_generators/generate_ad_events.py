@@ -29,10 +29,11 @@ import random  # noqa: E402
 from datetime import datetime, timedelta, timezone  # noqa: E402
 from typing import Iterator  # noqa: E402
 
-from common import cli, config, paths  # noqa: E402
-from common.files import json_lines  # noqa: E402
-from common.simfiles import SimFile, run_file_simulator  # noqa: E402
+from common import config, paths  # noqa: E402
 from common.timestamps import iso  # noqa: E402
+from infra import cli  # noqa: E402
+from infra.files import json_lines  # noqa: E402
+from infra.simfiles import SimFile, run_file_simulator  # noqa: E402
 
 SIMULATOR_NAME = "ad_events"
 DEFAULT_COUNT = 400  # impressions per run: 20 files of 20 impressions, 20 minutes of event time

@@ -26,10 +26,11 @@ from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "streaming_tutorial"))
 
-from common import cli, config, paths  # noqa: E402
-from common.files import json_lines  # noqa: E402
-from common.simfiles import SimFile, continue_after, run_file_simulator  # noqa: E402
+from common import config, paths  # noqa: E402
 from common.timestamps import iso, parse_iso  # noqa: E402
+from infra import cli  # noqa: E402
+from infra.files import json_lines  # noqa: E402
+from infra.simfiles import SimFile, continue_after, run_file_simulator  # noqa: E402
 
 FILE_PREFIX = "events"
 FILE_PATTERN = re.compile(rf"^{FILE_PREFIX}-(\d+)\.json$")

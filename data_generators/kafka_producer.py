@@ -39,8 +39,9 @@ from typing import Callable, Sequence
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "streaming_tutorial"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from common import cli, config  # noqa: E402
-from common.errors import CourseError  # noqa: E402
+from common import config  # noqa: E402
+from infra import cli  # noqa: E402
+from infra.errors import CourseError  # noqa: E402
 
 SIMULATOR_NAME = "kafka_producer"
 DEFAULT_COUNT = 500
@@ -89,8 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     check_options(parser, args)
-    from common import kafka
-    from common.simulators import run_simulator
+    from infra import kafka
+    from infra.simulators import run_simulator
 
     bootstrap = args.bootstrap_servers or kafka.bootstrap_servers()
     base_time = args.base_time or datetime.now(timezone.utc).replace(microsecond=0)
@@ -125,7 +126,7 @@ def produce(
     bootstrap: str, messages: list[Message], args, base_time: datetime, rate: float
 ) -> None:
     """Create the topics if missing, send the messages at ``rate``, and say what Kafka acknowledged."""
-    from common import kafka
+    from infra import kafka
 
     topics = list(dict.fromkeys(message.topic for message in messages))
     kafka.check_reachable(bootstrap)
@@ -338,7 +339,7 @@ def send_messages(
     from kafka import KafkaProducer
     from kafka.errors import KafkaError
 
-    from common.kafka import CLIENT_ID, check_reachable, client_options, unreachable_advice
+    from infra.kafka import CLIENT_ID, check_reachable, client_options, unreachable_advice
 
     check_reachable(bootstrap)
     producer = KafkaProducer(

@@ -30,8 +30,9 @@ from typing import Iterable, Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "streaming_tutorial"))
 
-from common import cli, config  # noqa: E402
-from common.simulators import run_simulator  # noqa: E402
+from common import config  # noqa: E402
+from infra import cli  # noqa: E402
+from infra.simulators import run_simulator  # noqa: E402
 
 # The demo's sentences: repeated words, so the running word count visibly grows.
 DEMO_SENTENCES = (

@@ -62,11 +62,12 @@ from pathlib import Path
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from common import cli, paths, sources
-from common.environment import run_checks
-from common.errors import CourseError
-from common.runner import banner, run_lesson, say
+from common import paths, sources
 from common.session import SQLITE_JDBC_PACKAGE, delta_package, get_spark, kafka_package
+from infra import cli
+from infra.environment import run_checks
+from infra.errors import CourseError
+from infra.runner import banner, run_lesson, say
 
 LESSON = "00_setup_environment"
 # Spark 4 keeps the jars of spark.jars.packages here (Ivy's cache, one file per jar).

@@ -40,8 +40,9 @@ What you'll see
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from common import cli, demos, progress
-from common.runner import banner, lesson_session, pick_trigger, run_lesson, run_queries, say
+from infra import cli
+from infra.runner import banner, lesson_session, pick_trigger, run_lesson, run_queries, say
+from teaching import demos, progress
 
 LESSON = "01_basic_streaming"
 ROWS_PER_SECOND = 5  # the rate source's pace: small enough to read every row

@@ -59,8 +59,9 @@ What you'll see
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from common import cli, config, demos, narration, paths
-from common.runner import (
+from common import config, paths
+from infra import cli
+from infra.runner import (
     banner,
     foreach_batch,
     lesson_session,
@@ -69,6 +70,7 @@ from common.runner import (
     run_queries,
     say,
 )
+from teaching import demos, narration
 
 LESSON = "02_output_modes"
 ROWS_PER_BATCH = 3  # the live part's pace: three new orders per micro-batch

@@ -54,8 +54,10 @@ from pathlib import Path
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from common import checkpoints, cli, demos, narration, paths, simulators, sources
-from common.runner import (
+from common import paths, sources
+from common.schemas import TRANSACTION_SCHEMA
+from infra import cli, simulators
+from infra.runner import (
     banner,
     checkpoint_root,
     foreach_batch,
@@ -64,7 +66,7 @@ from common.runner import (
     run_queries,
     say,
 )
-from common.schemas import TRANSACTION_SCHEMA
+from teaching import checkpoints, demos, narration
 
 LESSON = "03_file_streaming"
 MAX_FILES_PER_TRIGGER = 1  # one file per micro-batch, so each batch is easy to follow

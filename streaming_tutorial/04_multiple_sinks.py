@@ -57,11 +57,12 @@ from pathlib import Path
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from common import cli, paths, simulators, sources
-from common.demos import show_refusal
-from common.narration import print_table
-from common.runner import banner, checkpoint_root, lesson_session, run_lesson, run_queries, say
+from common import paths, sources
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
+from infra import cli, simulators
+from infra.runner import banner, checkpoint_root, lesson_session, run_lesson, run_queries, say
+from teaching.demos import show_refusal
+from teaching.narration import print_table
 
 LESSON = "04_multiple_sinks"
 # An upper bound: with a simulator the lesson stops once it is done and its files are read.

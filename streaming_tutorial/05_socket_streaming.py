@@ -41,8 +41,8 @@ What you'll see
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from common import cli, simulators
-from common.runner import banner, lesson_session, pick_trigger, run_lesson, run_queries, say
+from infra import cli, simulators
+from infra.runner import banner, lesson_session, pick_trigger, run_lesson, run_queries, say
 
 LESSON = "05_socket_streaming"
 # Anything that is not a letter, a digit or an apostrophe separates two words.

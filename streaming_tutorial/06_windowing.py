@@ -51,9 +51,11 @@ from pathlib import Path
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from common import cli, demos, narration, paths, progress, simulators, sources
-from common.runner import banner, checkpoint_root, lesson_session, run_lesson, run_queries, say
+from common import paths, sources
 from common.schemas import SENSOR_SCHEMA
+from infra import cli, simulators
+from infra.runner import banner, checkpoint_root, lesson_session, run_lesson, run_queries, say
+from teaching import demos, narration, progress
 
 LESSON = "06_windowing"
 TUMBLING_SIZE = "10 seconds"  # one window per 10 s of event time

@@ -43,10 +43,12 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from common import cli, demos, lateness, paths
-from common.microbatch import stream_batches, write_batches
-from common.runner import banner, finish, lesson_session, pick_trigger, run_lesson, run_queries, say
+from common import paths
 from common.schemas import SENSOR_SCHEMA
+from infra import cli
+from infra.runner import banner, finish, lesson_session, pick_trigger, run_lesson, run_queries, say
+from teaching import demos, lateness
+from teaching.microbatch import stream_batches, write_batches
 
 LESSON = "07_watermarking"
 WINDOW_SECONDS = 10  # tumbling windows of 10 s of event time

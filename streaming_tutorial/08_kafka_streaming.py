@@ -61,10 +61,13 @@ from pathlib import Path
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from common import cli, config, paths
-from common.kafka import ensure_topics, explain_failures, recreate_topics, spark_options
-from common.kafka_broker import kafka_for_lesson
-from common.runner import (
+from common import config, paths
+from common.schemas import ECOMMERCE_EVENT_SCHEMA
+from common.sources import kafka_text, parse_json, quarantined, read_kafka, valid_records
+from infra import cli
+from infra.kafka import ensure_topics, explain_failures, recreate_topics, spark_options
+from infra.kafka_broker import kafka_for_lesson
+from infra.runner import (
     banner,
     checkpoint_root,
     finish,
@@ -74,9 +77,7 @@ from common.runner import (
     run_queries,
     say,
 )
-from common.schemas import ECOMMERCE_EVENT_SCHEMA
-from common.simulators import is_running, simulator_for_lesson
-from common.sources import kafka_text, parse_json, quarantined, read_kafka, valid_records
+from infra.simulators import is_running, simulator_for_lesson
 
 LESSON = "08_kafka_streaming"
 DEFAULT_DURATION = (

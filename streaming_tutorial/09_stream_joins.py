@@ -49,21 +49,8 @@ from pathlib import Path
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from common import cli, config, paths
-from common.demos import Output, records_from_text, replay, replay_streams, show_refusal
-from common.kafka import ensure_topics, explain_failures
-from common.kafka_broker import kafka_for_lesson
-from common.runner import (
-    banner,
-    checkpoint_root,
-    lesson_session,
-    pick_trigger,
-    run_lesson,
-    run_queries,
-    say,
-)
+from common import config, paths
 from common.schemas import CLICK_SCHEMA, ECOMMERCE_EVENT_SCHEMA, IMPRESSION_SCHEMA
-from common.simulators import Simulator, simulator_for_lesson
 from common.sources import (
     kafka_text,
     parse_json,
@@ -74,6 +61,20 @@ from common.sources import (
     start_quarantine,
     valid_records,
 )
+from infra import cli
+from infra.kafka import ensure_topics, explain_failures
+from infra.kafka_broker import kafka_for_lesson
+from infra.runner import (
+    banner,
+    checkpoint_root,
+    lesson_session,
+    pick_trigger,
+    run_lesson,
+    run_queries,
+    say,
+)
+from infra.simulators import Simulator, simulator_for_lesson
+from teaching.demos import Output, records_from_text, replay, replay_streams, show_refusal
 
 LESSON = "09_stream_joins"
 DEFAULT_DURATION = 20  # seconds of the live ad join (parts 1 and 2 are replays of a few seconds)

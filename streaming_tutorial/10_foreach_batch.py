@@ -47,20 +47,10 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from common import (
-    checkpoints,
-    cli,
-    config,
-    database,
-    files,
-    kafka,
-    kafka_broker,
-    narration,
-    paths,
-    simulators,
-    sources,
-)
-from common.runner import (
+from common import config, database, paths, sources
+from common.schemas import ECOMMERCE_EVENT_SCHEMA
+from infra import cli, files, kafka, kafka_broker, simulators
+from infra.runner import (
     banner,
     checkpoint_root,
     finish,
@@ -70,7 +60,7 @@ from common.runner import (
     run_queries,
     say,
 )
-from common.schemas import ECOMMERCE_EVENT_SCHEMA
+from teaching import checkpoints, narration
 
 LESSON = "10_foreach_batch"
 DEFAULT_DURATION = (

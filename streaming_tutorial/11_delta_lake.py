@@ -42,8 +42,10 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from common import cli, demos, paths, simulators, sources
-from common.runner import (
+from common import paths, sources
+from common.schemas import ECOMMERCE_EVENT_SCHEMA
+from infra import cli, simulators
+from infra.runner import (
     banner,
     checkpoint_root,
     finish,
@@ -53,7 +55,7 @@ from common.runner import (
     run_queries,
     say,
 )
-from common.schemas import ECOMMERCE_EVENT_SCHEMA
+from teaching import demos
 
 LESSON = "11_delta_lake"
 DEFAULT_DURATION = (

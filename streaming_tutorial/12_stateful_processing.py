@@ -62,10 +62,8 @@ from pyspark import cloudpickle
 from pyspark.sql import DataFrame, GroupedData
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
-from common import cli, paths, progress
-from common.runner import banner, checkpoint_root, lesson_session, run_lesson, run_queries, say
+from common import paths
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
-from common.simulators import file_input_for_lesson
 from common.sources import (
     parse_json,
     quarantine_summary,
@@ -74,6 +72,10 @@ from common.sources import (
     start_quarantine,
     valid_records,
 )
+from infra import cli
+from infra.runner import banner, checkpoint_root, lesson_session, run_lesson, run_queries, say
+from infra.simulators import file_input_for_lesson
+from teaching import progress
 
 LESSON = "12_stateful_processing"
 DEFAULT_DURATION = (

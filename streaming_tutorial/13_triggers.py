@@ -43,13 +43,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import lesson13_latency as latency
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from common import cli, demos, latency, narration, paths, progress
-from common.kafka import explain_failures, recreate_topics, spark_options
-from common.kafka_broker import kafka_for_lesson
-from common.runner import (
+from common import paths
+from common.sources import read_kafka
+from infra import cli
+from infra.kafka import explain_failures, recreate_topics, spark_options
+from infra.kafka_broker import kafka_for_lesson
+from infra.runner import (
     banner,
     checkpoint_root,
     drain,
@@ -59,7 +62,7 @@ from common.runner import (
     say,
     stop_between_batches,
 )
-from common.sources import read_kafka
+from teaching import demos, narration, progress
 
 LESSON = "13_triggers"
 DEFAULT_DURATION = 10  # seconds of messages for the latency measurement (part 4)

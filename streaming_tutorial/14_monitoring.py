@@ -61,24 +61,14 @@ What you'll see
 
 from pathlib import Path
 
+import lesson14_listeners as listeners
+import lesson14_metrics as metrics
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from common import cli, files, listeners, metrics, narration, paths, progress, storage
-from common.kafka import ensure_topics, explain_failures, recreate_topics
-from common.kafka_broker import kafka_for_lesson
-from common.runner import (
-    banner,
-    checkpoint_root,
-    lesson_session,
-    pick_trigger,
-    run_lesson,
-    run_queries,
-    say,
-)
+from common import paths, storage
 from common.schemas import SENSOR_SCHEMA
-from common.simulators import simulator_for_lesson
 from common.sources import (
     kafka_text,
     parse_json,
@@ -87,6 +77,20 @@ from common.sources import (
     start_quarantine,
     valid_records,
 )
+from infra import cli, files
+from infra.kafka import ensure_topics, explain_failures, recreate_topics
+from infra.kafka_broker import kafka_for_lesson
+from infra.runner import (
+    banner,
+    checkpoint_root,
+    lesson_session,
+    pick_trigger,
+    run_lesson,
+    run_queries,
+    say,
+)
+from infra.simulators import simulator_for_lesson
+from teaching import narration, progress
 
 LESSON = "14_monitoring"
 DEFAULT_DURATION = 40  # seconds: the producer's 8-12 s, the query catching up, then idle reports

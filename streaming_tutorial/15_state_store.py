@@ -40,12 +40,8 @@ from pyspark.sql import DataFrame, GroupedData, Row
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StatefulProcessor
 
-from common import checkpoints, cli, lateness, paths, state_reader
-from common.demos import Output, replay, show_refusal
-from common.microbatch import stream_batches, write_batches
-from common.runner import banner, checkpoint_root, lesson_session, run_lesson, run_queries, say
+from common import paths
 from common.schemas import ECOMMERCE_EVENT_SCHEMA as EVENTS
-from common.simulators import file_input_for_lesson
 from common.sources import (
     parse_json,
     quarantine_summary,
@@ -54,7 +50,13 @@ from common.sources import (
     start_quarantine,
     valid_records,
 )
-from common.state_reader import (
+from infra import cli
+from infra.runner import banner, checkpoint_root, lesson_session, run_lesson, run_queries, say
+from infra.simulators import file_input_for_lesson
+from teaching import checkpoints, lateness, state_reader
+from teaching.demos import Output, replay, show_refusal
+from teaching.microbatch import stream_batches, write_batches
+from teaching.state_reader import (
     CHANGELOG_CONF,
     ENCODING_CONF,
     HDFS_PROVIDER,

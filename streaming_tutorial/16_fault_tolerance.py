@@ -32,11 +32,13 @@ import argparse
 from pathlib import Path
 from types import SimpleNamespace
 
+import lesson16_crash_harness as crash
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from common import checkpoints, cli, config, crash, demos, narration, paths
-from common.runner import (
+from common import config, paths
+from infra import cli
+from infra.runner import (
     banner,
     checkpoint_root,
     finish,
@@ -45,6 +47,7 @@ from common.runner import (
     run_lesson,
     say,
 )
+from teaching import checkpoints, demos, narration
 
 LESSON = "16_fault_tolerance"
 SCHEMA = "record_id STRING, user_id STRING, amount DOUBLE, event_time TIMESTAMP"

@@ -43,13 +43,17 @@ import json
 from contextlib import nullcontext
 from pathlib import Path
 
+import lesson17_alerts as alerts
+import lesson17_dashboard as dashboard
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from common import alerts, cli, dashboard, paths, sources
-from common.kafka import end_offsets, ensure_topics, recreate_topics
-from common.kafka_broker import kafka_for_lesson
-from common.runner import (
+from common import paths, sources
+from common.schemas import ECOMMERCE_EVENT_SCHEMA
+from infra import cli
+from infra.kafka import end_offsets, ensure_topics, recreate_topics
+from infra.kafka_broker import kafka_for_lesson
+from infra.runner import (
     banner,
     checkpoint_root,
     foreach_batch,
@@ -59,8 +63,7 @@ from common.runner import (
     run_queries,
     say,
 )
-from common.schemas import ECOMMERCE_EVENT_SCHEMA
-from common.simulators import simulator_for_lesson
+from infra.simulators import simulator_for_lesson
 
 LESSON = "17_ecommerce_pipeline"
 DEFAULT_DURATION = (

@@ -46,13 +46,15 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import lesson18_pipeline_runner as pipelines
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from common import cli, files, paths, pipelines, sources, storage
-from common.narration import print_table
-from common.runner import banner, checkpoint_root, lesson_session, run_lesson, say
+from common import paths, sources, storage
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
+from infra import cli, files
+from infra.runner import banner, checkpoint_root, lesson_session, run_lesson, say
+from teaching.narration import print_table
 
 LESSON = "18_declarative_pipeline"
 PIPELINE = "shop"  # the folder streaming_tutorial/pipelines/shop: its spec and its definitions
@@ -191,7 +193,7 @@ def main(argv: list[str] | None = None) -> None:
         say("""The streaming tables appended only what was new: their checkpoints (under
             checkpoints/18_declarative_pipeline) remember what they read. The materialized views
             were recomputed from all of silver_events: always the whole answer. The runs take
-            one flow at a time (common/pipelines.py says why): with several, silver started
+            one flow at a time (lesson18_pipeline_runner.py says why): with several, silver started
             alongside bronze and missed what bronze appended in the same run.""")
         read_table(spark, "silver_quarantine").select("source_file", "reason").show(truncate=False)
 

@@ -24,7 +24,7 @@ sys.path[:0] = [str(ROOT / "streaming_tutorial"), str(ROOT)]
 os.environ.pop("STREAMING_COURSE_STORAGE", None)
 
 from common.session import pin_time_zone  # noqa: E402
-from common.simulators import free_port  # noqa: E402,F401  (tests import it from here)
+from infra.simulators import free_port  # noqa: E402,F401  (tests import it from here)
 
 # Like every course process, the test run shows times in UTC whatever the machine's zone
 # (TZ=Asia/Kolkata included): PySpark returns timestamps in the process's local zone.
@@ -156,7 +156,7 @@ def kafka_test_broker(tmp_path_factory):
     Its data, logs and configuration live in a course home of its own under the run's
     temporary folder (``<tmp>/kafka-home/.runtime/kafka``: the layout local_kafka.py expects
     when STREAMING_COURSE_HOME points there), it listens on free ports, and it takes its
-    jars from the folder shared by every run (common/kafka_broker.py), so nothing is
+    jars from the folder shared by every run (infra/kafka_broker.py), so nothing is
     downloaded twice and nothing is written into the learner's ``.runtime/``.
 
     Why a broker of its own rather than test-only topic names on the learner's broker: a
@@ -166,7 +166,8 @@ def kafka_test_broker(tmp_path_factory):
     of our own costs one start per run (about 10 s) and leaves a broker the learner started
     running, with its data, whatever the tests do.
     """
-    from common import config, kafka_broker
+    from common import config
+    from infra import kafka_broker
 
     if os.environ.get(config.KAFKA_BOOTSTRAP_ENV, "").strip():
         yield None  # the user chose a cluster for the tests (the run's header says so)
@@ -199,8 +200,8 @@ def kafka_bootstrap(kafka_test_broker):
     use the same broker instead of looking for the learner's.
     """
     from common.config import KAFKA_BOOTSTRAP_ENV
-    from common.kafka import check_reachable
-    from common.kafka_security import set_variables
+    from infra.kafka import check_reachable
+    from infra.kafka_security import set_variables
 
     if kafka_test_broker is None:
         bootstrap = os.environ[KAFKA_BOOTSTRAP_ENV].strip()
@@ -235,7 +236,7 @@ def silent_listener():
 @pytest.fixture
 def topic(kafka_bootstrap):
     """topic("name") -> a Kafka topic name unique to this test; all of them are deleted afterwards."""
-    from common.kafka import delete_topics
+    from infra.kafka import delete_topics
 
     suffix = uuid.uuid4().hex[:8]
     made = []
@@ -378,7 +379,7 @@ def learner_kafka_topics() -> dict[str, tuple]:
     cluster on purpose).
     """
     from common import config
-    from common.simulators import port_open
+    from infra.simulators import port_open
 
     if os.environ.get(config.KAFKA_BOOTSTRAP_ENV, "").strip():
         return {}
@@ -388,7 +389,7 @@ def learner_kafka_topics() -> dict[str, tuple]:
         warnings.catch_warnings()
     ):  # kafka-python's import-time DeprecationWarnings (see the test modules)
         warnings.simplefilter("ignore", DeprecationWarning)
-        from common.kafka import answers, end_offsets, list_topics
+        from infra.kafka import answers, end_offsets, list_topics
 
         bootstrap = config.local_kafka_bootstrap()
         if not answers(bootstrap, timeout=3):

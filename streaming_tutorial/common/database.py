@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from . import paths
-from .errors import CourseError
+from common import paths
+from infra.errors import CourseError
 
 SQLITE_PREFIX = "jdbc:sqlite:"
 # JDBC URL prefix -> driver class. The SQLite driver comes with get_spark(jdbc=True).

@@ -20,11 +20,14 @@ from pathlib import Path
 from typing import Sequence
 from urllib.parse import urlparse
 
-from . import class_archive, paths
-from .config import SCALA_BINARY
-from .environment import require_java
-from .errors import CourseError
+from common import paths
+from common.config import SCALA_BINARY
+from infra import class_archive
+from infra.environment import require_java
+from infra.errors import CourseError
 
+# The packages ship_course_code sends to a cluster's executors.
+SHIPPED_PACKAGES = ("common", "teaching", "infra")
 # The SQLite JDBC driver used by lesson 10's default database.
 SQLITE_JDBC_PACKAGE = "org.xerial:sqlite-jdbc:3.50.3.0"
 DEFAULT_MASTER = "local[*]"
@@ -290,15 +293,21 @@ def get_spark(
 
 
 def ship_course_code(spark) -> None:
-    """Send ``common/`` to the executors, as spark-submit's ``--py-files`` would.
+    """Send the course's shared code to the executors, as spark-submit's ``--py-files`` would.
 
     A function the executors run (a UDF, an applyInPandasWithState function) is sent by
     value when the lesson defines it, but by *reference* when it comes from an importable
     module such as ``common.sources``: the executor imports it. Locally the executors are
     the driver's own process and find it; a cluster's workers have only what they are sent.
     """
-    folder = Path(__file__).resolve().parent
-    sources = sorted(folder.glob("*.py")) + [LOG4J_CONFIG]
+    lessons = Path(__file__).resolve().parent.parent
+    # The shared packages and the lessons' companions (lesson17_alerts.py, ...): whatever a
+    # lesson's executor-side function may import.
+    sources = [
+        *sorted(path for package in SHIPPED_PACKAGES for path in (lessons / package).glob("*.py")),
+        *sorted(lessons.glob("lesson*.py")),
+        LOG4J_CONFIG,
+    ]
     digest = hashlib.sha256(b"".join(path.read_bytes() for path in sources)).hexdigest()[:12]
     archive = paths.RUNTIME_DIR / "spark" / f"course-common-{digest}.zip"
     if not archive.exists():
@@ -308,7 +317,7 @@ def ship_course_code(spark) -> None:
         partial = archive.with_suffix(f".{os.getpid()}.partial")
         with zipfile.ZipFile(partial, "w") as bundle:
             for path in sources:
-                bundle.write(path, f"common/{path.name}")
+                bundle.write(path, path.relative_to(lessons).as_posix())
         os.replace(partial, archive)  # whole or not at all, when two lessons start at once
     spark.sparkContext.addPyFile(str(archive))
 

@@ -41,8 +41,9 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from . import kafka, paths, storage
-from .schemas import PRODUCT_SCHEMA
+from common import paths, storage
+from common.schemas import PRODUCT_SCHEMA
+from infra import kafka
 
 CORRUPT_COLUMN = "_corrupt_record"  # from_json puts the text of a record that does not fit here
 # Working columns of parse_json, read by quarantine_reason (not in its result).

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import paths
-from .errors import CourseError
+from common import paths
+from infra.errors import CourseError
 
 
 def delete(spark, path: Path) -> bool:

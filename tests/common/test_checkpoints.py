@@ -1,8 +1,8 @@
-"""common.checkpoints: what a second run says it resumes."""
+"""teaching.checkpoints: what a second run says it resumes."""
 
 from __future__ import annotations
 
-from common import checkpoints
+from teaching import checkpoints
 
 
 def make_checkpoint(folder, offsets, commits):

@@ -1,4 +1,4 @@
-"""common.class_archive: a JVM only ever maps a whole archive, written by a JVM that has exited."""
+"""infra.class_archive: a JVM only ever maps a whole archive, written by a JVM that has exited."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from common import class_archive
-from common.environment import java_executable
+from infra import class_archive
+from infra.environment import java_executable
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""common.crash: children in their own process group, pause markers, SIGKILL of the whole group, tallies.
+"""lesson16_crash_harness: children in their own process group, pause markers, SIGKILL of the whole group, tallies.
 
 No JVM here: the children are small Python programs that behave like a streaming child (one
 also starts a grandchild, as pyspark starts its JVM). The real kills of a Spark query are
@@ -14,9 +14,8 @@ import textwrap
 from datetime import datetime, timezone
 from pathlib import Path
 
+import lesson16_crash_harness as crash
 import pytest
-
-from common import crash
 
 BASE = datetime(2025, 1, 15, 10, 30, tzinfo=timezone.utc)
 
@@ -25,7 +24,7 @@ BASE = datetime(2025, 1, 15, 10, 30, tzinfo=timezone.utc)
 CHILD = textwrap.dedent("""
     import subprocess, sys, time
     sys.path.insert(0, {common!r})
-    from common import crash
+    import lesson16_crash_harness as crash
     grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
     print("grandchild", grandchild.pid, flush=True)
     for batch_id in (0, 1, 2):

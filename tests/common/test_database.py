@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 from common import database
-from common.errors import CourseError
+from infra.errors import CourseError
 
 TOTALS = """CREATE TABLE IF NOT EXISTS totals (
     name VARCHAR(16) PRIMARY KEY,

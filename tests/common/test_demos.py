@@ -1,10 +1,11 @@
-"""common.demos: a refusal shown one way, and a scenario replayed batch by batch."""
+"""teaching.demos: a refusal shown one way, and a scenario replayed batch by batch."""
 
 from __future__ import annotations
 
 import pytest
 
-from common.demos import (
+from infra.errors import CourseError
+from teaching.demos import (
     Output,
     print_replay,
     records_as_text,
@@ -13,7 +14,6 @@ from common.demos import (
     replay_streams,
     show_refusal,
 )
-from common.errors import CourseError
 
 
 def test_show_refusal_prints_sparks_first_line_and_returns_the_message(spark, tmp_path, capsys):
@@ -190,7 +190,7 @@ def test_a_scenario_written_as_text_becomes_records_and_back():
 
 
 def test_print_replay_lines_up_rows_described_on_several_lines(capsys):
-    from common.microbatch import BatchResult, Run
+    from teaching.microbatch import BatchResult, Run
 
     runs = {
         "sessions": Run(
@@ -212,7 +212,7 @@ def test_print_replay_lines_up_rows_described_on_several_lines(capsys):
 
 
 def test_the_jvm_log_goes_back_to_the_level_it_had_not_to_warn(spark):
-    from common.demos import jvm_logs_off
+    from teaching.demos import jvm_logs_off
 
     def level() -> str:
         return str(spark._jvm.org.apache.logging.log4j.LogManager.getRootLogger().getLevel())

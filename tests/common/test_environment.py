@@ -1,4 +1,4 @@
-"""common.environment.check_java: the advice a learner reads when Java is missing, a stub, or too old.
+"""infra.environment.check_java: the advice a learner reads when Java is missing, a stub, or too old.
 
 Each test puts a fake `java` script first on an otherwise empty PATH: no JDK runs.
 """
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from common.environment import check_java, install_jdk_advice
+from infra.environment import check_java, install_jdk_advice
 
 MACOS_STUB_OUTPUT = (
     "The operation couldn't be completed. Unable to locate a Java Runtime.\n"

@@ -1,4 +1,4 @@
-"""common.errors.explain: advice only for exact Spark error classes, --reset only for a checkpoint that no longer fits.
+"""infra.errors.explain: advice only for exact Spark error classes, --reset only for a checkpoint that no longer fits.
 
 Pure Python: the errors are stand-ins shaped like pyspark's (getCondition(), a '[CLASS]'
 message, a wrapped cause), with the message text Spark 4.2 really uses, read from the
@@ -16,7 +16,7 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from common.errors import ADVICE, CHECKPOINT_MISMATCH, CourseError, explain
+from infra.errors import ADVICE, CHECKPOINT_MISMATCH, CourseError, explain
 
 # Delta Lake's classes live in the delta-spark jar, which Spark fetches on first use (not in the venv).
 DELTA_CLASSES = {name for name in ADVICE if name.startswith("DELTA_") or "_DELTA_" in name}

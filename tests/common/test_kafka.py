@@ -13,9 +13,13 @@ from datetime import datetime, timezone
 import pytest
 from pyspark.errors import StreamingQueryException
 
-from common import config, kafka
-from common.errors import CourseError
-from common.kafka import (
+from common import config
+from conftest import ROOT, free_port, run_script, silent_listener
+from data_generators import kafka_producer
+from data_generators.generate_ad_events import make_ad_events
+from infra import kafka
+from infra.errors import CourseError
+from infra.kafka import (
     check_reachable,
     consume_all,
     end_offsets,
@@ -25,9 +29,6 @@ from common.kafka import (
     list_topics,
     recreate_topics,
 )
-from conftest import ROOT, free_port, run_script, silent_listener
-from data_generators import kafka_producer
-from data_generators.generate_ad_events import make_ad_events
 
 BASE = datetime(2025, 1, 15, 10, 30, tzinfo=timezone.utc)
 BASE_TEXT = "2025-01-15T10:30:00Z"
@@ -207,21 +208,21 @@ DATA_LOSS = (
             "Run the lesson again with --reset",
         ),
         (
-            "org.apache.kafka.common.errors.UnknownTopicOrPartitionException: This server does not host this "
+            "org.apache.kafka.infra.errors.UnknownTopicOrPartitionException: This server does not host this "
             "topic-partition.",
             "A topic the query reads or writes does not exist",
         ),
         (
-            "org.apache.kafka.common.errors.TimeoutException: Topic events not present in metadata after 60000 ms.",
+            "org.apache.kafka.infra.errors.TimeoutException: Topic events not present in metadata after 60000 ms.",
             "Kafka could not tell Spark where a topic lives",
         ),
         (
-            "org.apache.kafka.common.errors.TimeoutException: Timed out waiting for a node assignment. "
+            "org.apache.kafka.infra.errors.TimeoutException: Timed out waiting for a node assignment. "
             "Call: describeTopics",
             "Spark lost its connection to the Kafka broker",
         ),
         (
-            "org.apache.kafka.common.errors.TimeoutException: Timeout of 60000ms expired before the position for "
+            "org.apache.kafka.infra.errors.TimeoutException: Timeout of 60000ms expired before the position for "
             "partition events-0 could be determined",
             "Spark lost its connection to the Kafka broker",
         ),
@@ -298,7 +299,7 @@ def test_a_topic_recreated_under_a_checkpoint_fails_with_data_loss_and_gets_the_
 
 
 def test_the_client_module_never_imports_the_broker_module():
-    tree = ast.parse((ROOT / "streaming_tutorial" / "common" / "kafka.py").read_text())
+    tree = ast.parse((ROOT / "streaming_tutorial" / "infra" / "kafka.py").read_text())
     imported = [
         alias.name
         for node in ast.walk(tree)
@@ -319,6 +320,8 @@ def test_the_client_module_never_imports_the_broker_module():
 def test_only_config_names_the_course_brokers_ports():
     sources = [
         *(ROOT / "streaming_tutorial" / "common").glob("*.py"),
+        *(ROOT / "streaming_tutorial" / "infra").glob("*.py"),
+        *(ROOT / "streaming_tutorial" / "teaching").glob("*.py"),
         *(ROOT / "data_generators").glob("*.py"),
         ROOT / "local_kafka.py",
         ROOT / "course.py",

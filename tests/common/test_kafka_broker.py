@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import pytest
 
-from common import config, kafka_broker, paths, session
-from common.errors import CourseError
-from common.kafka import answers, end_offsets
-from common.kafka_broker import kafka_for_lesson
+from common import config, paths, session
 from conftest import ROOT, free_port, run_script, silent_listener
+from infra import kafka_broker
+from infra.errors import CourseError
+from infra.kafka import answers, end_offsets
+from infra.kafka_broker import kafka_for_lesson
 
 HOST = config.LOCAL_KAFKA_HOST
 # kafka-python 3.0 loads its protocol schemas with importlib.resources calls that Python 3.11 deprecates.
@@ -245,7 +246,7 @@ def test_a_cluster_id_never_starts_with_a_dash(monkeypatch):
     # for an option and failed with its usage text.
     import uuid
 
-    from common import kafka_broker
+    from infra import kafka_broker
 
     ids = iter(
         [uuid.UUID(bytes=bytes([0xF8]) + bytes(15)), uuid.UUID(bytes=bytes([0x10]) + bytes(15))]

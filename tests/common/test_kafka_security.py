@@ -12,18 +12,19 @@ import json
 
 import pytest
 
-from common import config, kafka_security
-from common.errors import CourseError
-from common.kafka import consume_all, ensure_topics
-from common.kafka_security import (
+from common import config
+from conftest import load_lesson
+from data_generators import kafka_producer
+from infra import kafka_security
+from infra.errors import CourseError
+from infra.kafka import consume_all, ensure_topics
+from infra.kafka_security import (
     client_options,
     jaas_config,
     librdkafka_options,
     read_security,
     spark_options,
 )
-from conftest import load_lesson
-from data_generators import kafka_producer
 
 CLUSTER = "broker-1.example.net:9096,broker-2.example.net:9096"
 PASSWORD = 'pa"ss\\w0rd-9c1e'  # a quote and a backslash: the login setting must escape both

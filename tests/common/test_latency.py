@@ -1,14 +1,14 @@
-"""common.latency: percentiles, and results stamped by the broker (the test run's own Kafka)."""
+"""lesson13_latency: percentiles, and results stamped by the broker (the test run's own Kafka)."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
+import lesson13_latency as latency
 import pytest
 
-from common import latency
-from common.errors import CourseError
-from common.kafka import consume_all, ensure_topics
+from infra.errors import CourseError
+from infra.kafka import consume_all, ensure_topics
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
@@ -73,7 +73,7 @@ def context(master: str, default_parallelism: int = 2) -> SimpleNamespace:
 
 @pytest.mark.parametrize(("master", "cores"), [("local", 1), ("local[1]", 1), ("local[1,3]", 1)])
 def test_real_time_beside_micro_batches_on_too_few_local_cores_is_explained(master, cores):
-    from common.latency import cores_missing
+    from lesson13_latency import cores_missing
 
     advice = cores_missing(
         context(master, default_parallelism=8), 1
@@ -84,7 +84,7 @@ def test_real_time_beside_micro_batches_on_too_few_local_cores_is_explained(mast
 
 
 def test_enough_cores_is_not_questioned_and_a_cluster_counts_its_executors_cores(monkeypatch):
-    from common.latency import cores_missing
+    from lesson13_latency import cores_missing
 
     monkeypatch.setattr("os.cpu_count", lambda: 2)
     masters = ("local[2]", "local[*]", "spark://127.0.0.1:7077", "yarn")

@@ -1,4 +1,4 @@
-"""common.lateness: the two watermarks of each micro-batch, as a table and a picture (no JVM needed)."""
+"""teaching.lateness: the two watermarks of each micro-batch, as a table and a picture (no JVM needed)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import re
 
 from pyspark.sql import Row
 
-from common.lateness import (
+from conftest import at, iso_at
+from teaching.lateness import (
     Arrival,
     BatchPicture,
     describe_progress,
@@ -21,8 +22,7 @@ from common.lateness import (
     state_rows,
     watermark_table,
 )
-from common.microbatch import BatchResult, Run
-from conftest import at, iso_at
+from teaching.microbatch import BatchResult, Run
 
 EPOCH = "1970-01-01T00:00:00.000Z"
 

@@ -1,4 +1,4 @@
-"""common.listeners: a progress report parsed into one line, the flags, the listener's bookkeeping and
+"""lesson14_listeners: a progress report parsed into one line, the flags, the listener's bookkeeping and
 the picture (no JVM: the events are hand-made objects shaped like pyspark's)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import struct
 import uuid
 from types import SimpleNamespace
 
-from common.listeners import (
+from lesson14_listeners import (
     COLUMNS,
     BatchLine,
     ProgressPrinter,

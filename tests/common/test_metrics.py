@@ -1,4 +1,4 @@
-"""common.metrics: the Prometheus page filtered to the streaming gauges, the session settings, the history
+"""lesson14_metrics: the Prometheus page filtered to the streaming gauges, the session settings, the history
 server command and the look from outside (no JVM: a recorded page and hand-made query objects)."""
 
 from __future__ import annotations
@@ -7,8 +7,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pyspark
-
-from common.metrics import (
+from lesson14_metrics import (
     GAUGES,
     PROMETHEUS_PATH,
     Snapshot,
@@ -18,6 +17,7 @@ from common.metrics import (
     prometheus_conf,
     streaming_metrics,
 )
+
 from conftest import free_port
 
 # Lines of a real page (pyspark 4.2.0, namespace streaming_course, a query named sensor_stats).

@@ -1,8 +1,8 @@
-"""common.narration: what a lesson prints, paragraph by paragraph and table by table."""
+"""teaching.narration: what a lesson prints, paragraph by paragraph and table by table."""
 
 from __future__ import annotations
 
-from common.narration import first_line, say, table_printer
+from teaching.narration import first_line, say, table_printer
 
 
 def test_say_wraps_a_triple_quoted_paragraph(capsys):

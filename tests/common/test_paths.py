@@ -10,9 +10,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from common import checkpoints, cli, microbatch, paths, runner, simulators, storage
-from common.errors import CourseError
+from common import paths, storage
 from conftest import ROOT
+from infra import cli, runner, simulators
+from infra.errors import CourseError
+from teaching import checkpoints, microbatch
 
 HDFS = "hdfs://nn:8020/course"
 

@@ -1,4 +1,4 @@
-"""common.processes: the living members of a process group and their CPU time."""
+"""infra.processes: the living members of a process group and their CPU time."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from common.processes import PROC, group_members, group_stats
+from infra.processes import PROC, group_members, group_stats
 
 
 def test_a_group_is_its_living_processes_and_none_once_they_are_killed():

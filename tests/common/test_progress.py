@@ -1,10 +1,10 @@
-"""common.progress: idle progress reports are not micro-batches."""
+"""teaching.progress: idle progress reports are not micro-batches."""
 
 from __future__ import annotations
 
 import time
 
-from common.progress import batches_run, rows_read
+from teaching.progress import batches_run, rows_read
 
 
 def report(batch_id: int, rows: int, *, ran: bool = True) -> dict:
@@ -75,7 +75,7 @@ def started(batch_id: int, rows: int, second: float) -> dict:
 
 
 def test_seconds_between_batches_is_the_median_gap_so_a_cold_first_batch_does_not_count():
-    from common.progress import describe_batches, seconds_between_batches
+    from teaching.progress import describe_batches, seconds_between_batches
 
     cold = [started(0, 10, 0), started(1, 10, 5.0), started(2, 10, 5.25), started(3, 5, 5.5)]
     assert seconds_between_batches(cold) == 0.25

@@ -1,4 +1,4 @@
-"""common.runner: the one run-control policy every lesson uses, on real queries."""
+"""infra.runner: the one run-control policy every lesson uses, on real queries."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import pytest
 from pyspark.errors import StreamingQueryException
 
-from common.files import json_lines, write_atomically
-from common.runner import (
+from infra.files import json_lines, write_atomically
+from infra.runner import (
     drain,
     first_batch_running,
     foreach_batch,
@@ -216,7 +216,7 @@ def test_ctrl_c_hides_py4js_tracebacks_of_the_interrupted_call_and_its_closed_co
 ):
     import logging
 
-    from common.runner import run_lesson
+    from infra.runner import run_lesson
 
     def interrupted(argv):
         try:
@@ -275,7 +275,7 @@ def test_a_second_ctrl_c_does_not_wait_for_the_next_check():
     import signal
     import threading
 
-    from common.runner import ctrl_c_between_calls
+    from infra.runner import ctrl_c_between_calls
 
     with ctrl_c_between_calls() as check:
         check()  # nothing pressed yet

@@ -1,4 +1,4 @@
-"""common.simulators: a file lesson watches its folder (with a simulator) or reads what is there once;
+"""infra.simulators: a file lesson watches its folder (with a simulator) or reads what is there once;
 a server simulator is listening before the lesson connects, or the lesson says what to do."""
 
 from __future__ import annotations
@@ -11,16 +11,17 @@ from argparse import Namespace
 
 import pytest
 
-from common import paths, simulators
-from common.errors import CourseError
-from common.simulators import (
+from common import paths
+from conftest import free_port, silent_listener
+from infra import simulators
+from infra.errors import CourseError
+from infra.simulators import (
     FileInput,
     Simulator,
     file_input_for_lesson,
     server_for_lesson,
     wait_for_port,
 )
-from conftest import free_port, silent_listener
 
 
 def lesson_args(**flags) -> Namespace:
@@ -151,7 +152,7 @@ def test_pause_sees_a_signal_that_lands_just_before_the_wait(monkeypatch):
     and before the wait begins. Here it is sent from inside the call that starts the wait."""
     import select
 
-    from common import simulators
+    from infra import simulators
 
     received = []
     previous = signal.signal(signal.SIGUSR1, lambda *_: received.append("SIGUSR1"))
@@ -172,6 +173,6 @@ def test_pause_sees_a_signal_that_lands_just_before_the_wait(monkeypatch):
 
 
 def test_pause_without_a_signal_waits_it_out():
-    from common import simulators
+    from infra import simulators
 
     assert simulators.pause(0.01) is False

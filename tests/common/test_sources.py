@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from pyspark.sql.types import DoubleType, StringType, StructField, StructType, TimestampType
 
-from common.files import write_atomically
 from common.sources import (
     parse_json,
     quarantine_counts,
@@ -16,6 +15,7 @@ from common.sources import (
     start_quarantine,
     valid_records,
 )
+from infra.files import write_atomically
 
 SCHEMA = StructType(
     [

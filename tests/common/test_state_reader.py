@@ -1,4 +1,4 @@
-"""common.state_reader: state rows shown as text, the metadata and change feed summed up, conf for a block."""
+"""teaching.state_reader: state rows shown as text, the metadata and change feed summed up, conf for a block."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import datetime
 
 from pyspark.sql import Row
 
-from common import state_reader
+from teaching import state_reader
 
 
 def test_a_state_cell_reads_as_text():

@@ -26,8 +26,10 @@ from types import SimpleNamespace
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "streaming_tutorial")]
 
-from common import crash, database  # noqa: E402
-from common.runner import finish, foreach_batch, raise_failure  # noqa: E402
+import lesson16_crash_harness as crash  # noqa: E402
+
+from common import database  # noqa: E402
+from infra.runner import finish, foreach_batch, raise_failure  # noqa: E402
 
 SCHEMA = "record_id STRING, user_id STRING, amount DOUBLE, event_time TIMESTAMP"
 FILES_PER_BATCH = 1  # one batch per input file: more batches, more places for a kill to land

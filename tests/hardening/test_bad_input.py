@@ -25,8 +25,6 @@ from corpus import (
     field_cases,
 )
 
-from common.kafka import ensure_topics
-from common.runner import finish, foreach_batch
 from common.sources import (
     kafka_text,
     parse_json,
@@ -35,6 +33,8 @@ from common.sources import (
     read_kafka,
     valid_records,
 )
+from infra.kafka import ensure_topics
+from infra.runner import finish, foreach_batch
 
 # kafka-python 3.0 loads its protocol schemas with importlib.resources calls that Python 3.11 deprecates.
 pytestmark = [

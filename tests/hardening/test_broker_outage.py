@@ -10,7 +10,7 @@ delivers them once it is back) and after each outage, and counted by id in the D
 - a long outage: the query gives up and fails. Spark tries three times to get the latest offsets, each
   attempt waiting Kafka's default.api.timeout.ms (a minute: about three minutes with the defaults); this
   query asks for 3 s so it fails in about ten seconds, with the same error ("Timed out waiting for a
-  node assignment"). ``common.kafka.explain_failure`` turns it into the course's advice; the broker comes back and a
+  node assignment"). ``infra.kafka.explain_failure`` turns it into the course's advice; the broker comes back and a
   restart on the same checkpoint reads on from where the query stopped.
 """
 
@@ -19,14 +19,16 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 
+import lesson16_crash_harness as crash
 import pytest
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import functions as F
 
-from common import config, crash, kafka_broker
-from common.kafka import ensure_topics, explain_failure
-from common.runner import stop_between_batches
+from common import config
 from conftest import free_port
+from infra import kafka_broker
+from infra.kafka import ensure_topics, explain_failure
+from infra.runner import stop_between_batches
 
 TOPIC = "outage"
 PARTITIONS = 2

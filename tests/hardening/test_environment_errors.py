@@ -31,9 +31,10 @@ from pathlib import Path
 
 import pytest
 
-from common import config, environment, simulators
-from common.errors import CHECKPOINT_MISMATCH, explain, folder_failure
+from common import config
 from conftest import ROOT, free_port, prose, run_script, silent_listener
+from infra import environment, simulators
+from infra.errors import CHECKPOINT_MISMATCH, explain, folder_failure
 
 HOST = "127.0.0.1"
 TRACEBACK = "Traceback (most recent call last)"
@@ -245,13 +246,14 @@ def test_a_folder_another_user_owns_is_refused():
     )  # under /tmp, so 'nobody' can reach it
     # The check's code, where 'nobody' can read it too: the clone may sit in a folder only root enters.
     code = Path(tempfile.mkdtemp(prefix="course-code-"))
-    shutil.copytree(ROOT / "streaming_tutorial" / "common", code / "common")
+    for package in ("common", "infra"):
+        shutil.copytree(ROOT / "streaming_tutorial" / package, code / package)
     code.chmod(0o755)
     try:
         folder.chmod(0o755 if os.geteuid() == 0 else 0o555)
         check = (
             f"import sys; sys.path.insert(0, {str(code)!r}); "
-            "from common.environment import folder_problem; "
+            "from infra.environment import folder_problem; "
             f"print(folder_problem(__import__('pathlib').Path({str(folder / 'output')!r}), 'output folder'))"
         )
         as_nobody = (

@@ -26,10 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import crash_child
+import lesson16_crash_harness as crash
 import pytest
 
-from common import checkpoints, config, crash, database
-from common.runner import finish
+from common import config, database
+from infra.runner import finish
+from teaching import checkpoints
 
 SEED_ENV, CYCLES_ENV = "CRASH_SEED", "CRASH_CYCLES"
 DEFAULT_SEED, DEFAULT_CYCLES = 9, 5

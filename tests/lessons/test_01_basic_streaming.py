@@ -6,9 +6,9 @@ import pytest
 from pyspark.sql import Row
 from pyspark.sql.types import LongType, StructField, StructType, TimestampType
 
-from common import demos
-from common.microbatch import collect_batches, stream_batches, write_batches
 from conftest import at, iso_at, load_lesson, prose, run_script
+from teaching import demos
+from teaching.microbatch import collect_batches, stream_batches, write_batches
 
 lesson = load_lesson("01_basic_streaming")
 RATE_ROWS = StructType(

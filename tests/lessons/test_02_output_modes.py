@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import Row
 
-from common import demos
-from common.microbatch import collect_batches, stream_batches, write_batches
 from conftest import at, load_lesson, run_script
+from teaching import demos
+from teaching.microbatch import collect_batches, stream_batches, write_batches
 
 modes = load_lesson("02_output_modes")
 

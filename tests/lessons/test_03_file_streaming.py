@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 from pyspark.sql import Row
 
-from common import checkpoints, demos, sources
-from common.files import json_lines, write_atomically
-from common.microbatch import collect_batches
-from common.runner import finish
+from common import sources
 from common.schemas import TRANSACTION_SCHEMA
 from conftest import at, iso_at, load_lesson, run_script
+from infra.files import json_lines, write_atomically
+from infra.runner import finish
+from teaching import checkpoints, demos
+from teaching.microbatch import collect_batches
 
 lesson = load_lesson("03_file_streaming")
 

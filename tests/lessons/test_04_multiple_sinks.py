@@ -8,11 +8,11 @@ from datetime import date
 
 import pytest
 
-from common import demos
-from common.files import write_atomically
-from common.microbatch import write_batches
 from common.sources import quarantine_counts
 from conftest import load_lesson, run_script, shop_event
+from infra.files import write_atomically
+from teaching import demos
+from teaching.microbatch import write_batches
 
 lesson = load_lesson("04_multiple_sinks")
 SHOP_BATCHES = [

@@ -13,10 +13,11 @@ import time
 import pytest
 from pyspark.sql.types import StringType, StructField, StructType
 
-from common import config, simulators
-from common.errors import CourseError
-from common.microbatch import collect_batches, stream_batches, write_batches
+from common import config
 from conftest import ROOT, free_port, load_lesson, prose, run_script
+from infra import simulators
+from infra.errors import CourseError
+from teaching.microbatch import collect_batches, stream_batches, write_batches
 
 lesson = load_lesson("05_socket_streaming")
 LINES = StructType([StructField("value", StringType())])

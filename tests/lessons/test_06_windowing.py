@@ -8,11 +8,11 @@ import re
 
 import pytest
 
-from common import demos
-from common.files import json_lines, write_atomically
-from common.microbatch import collect_batches
 from common.sources import quarantined
 from conftest import at, load_lesson, run_script, sensor_reading
+from infra.files import json_lines, write_atomically
+from teaching import demos
+from teaching.microbatch import collect_batches
 
 lesson = load_lesson("06_windowing")
 

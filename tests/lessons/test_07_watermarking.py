@@ -10,10 +10,10 @@ import re
 
 import pytest
 
-from common import demos, lateness
-from common.runner import finish
 from common.schemas import SENSOR_SCHEMA
 from conftest import at, load_lesson, prose, run_script
+from infra.runner import finish
+from teaching import demos, lateness
 
 lesson = load_lesson("07_watermarking")
 

@@ -22,11 +22,11 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from common.kafka import consume_all, end_offsets, ensure_topics
 from common.sources import read_kafka
 from common.timestamps import iso
 from conftest import load_lesson
 from data_generators import kafka_producer
+from infra.kafka import consume_all, end_offsets, ensure_topics
 
 BASE = datetime(2025, 1, 15, 10, 30, tzinfo=timezone.utc)
 lesson = load_lesson("08_kafka_streaming")

@@ -13,13 +13,13 @@ import pytest
 from pyspark.sql import Row
 from pyspark.sql import functions as F
 
-from common.demos import replay, replay_streams, show_refusal
-from common.kafka import ensure_topics
-from common.microbatch import collect_batches, write_batches
-from common.runner import finish
 from common.schemas import CLICK_SCHEMA, ECOMMERCE_EVENT_SCHEMA, IMPRESSION_SCHEMA
 from common.sources import valid_records
 from conftest import at, load_lesson, run_script
+from infra.kafka import ensure_topics
+from infra.runner import finish
+from teaching.demos import replay, replay_streams, show_refusal
+from teaching.microbatch import collect_batches, write_batches
 
 lesson = load_lesson("09_stream_joins")
 BASE_TIME = datetime(2025, 1, 15, 10, 30, tzinfo=timezone.utc)

@@ -12,11 +12,12 @@ import re
 import pytest
 from pyspark.sql import Row
 
-from common import checkpoints, database, sources
-from common.microbatch import write_batches
-from common.runner import finish
+from common import database, sources
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 from conftest import load_lesson, run_script, shop_event
+from infra.runner import finish
+from teaching import checkpoints
+from teaching.microbatch import write_batches
 
 lesson = load_lesson("10_foreach_batch")
 
@@ -199,7 +200,7 @@ def test_alert_rule_and_category_sales_on_a_batch(spark):
 @pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning")
 @pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning")
 def test_alerts_can_go_to_a_kafka_topic_keyed_by_event_id(spark, kafka_bootstrap, topic, tmp_path):
-    from common.kafka import consume_all, ensure_topics
+    from infra.kafka import consume_all, ensure_topics
 
     alerts = topic("alerts")
     ensure_topics(kafka_bootstrap, [alerts])

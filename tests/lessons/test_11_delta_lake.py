@@ -13,12 +13,13 @@ import pytest
 from delta.tables import DeltaTable
 from pyspark.sql import Row
 
-from common import demos, sources
-from common.files import json_lines, write_atomically
-from common.microbatch import stream_batches, write_batches
-from common.runner import finish
+from common import sources
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 from conftest import at, load_lesson, run_script, shop_event
+from infra.files import json_lines, write_atomically
+from infra.runner import finish
+from teaching import demos
+from teaching.microbatch import stream_batches, write_batches
 
 lesson = load_lesson("11_delta_lake")
 

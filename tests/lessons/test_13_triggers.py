@@ -9,14 +9,15 @@ from __future__ import annotations
 import json
 import re
 
+import lesson13_latency as latency
 import pytest
 
-from common import latency, progress
-from common.demos import show_refusal
-from common.kafka import consume_all, ensure_topics
-from common.microbatch import stream_batches, write_batches
-from common.runner import drain, is_real_time, stop_between_batches, wait_until
 from conftest import load_lesson, prose, run_script
+from infra.kafka import consume_all, ensure_topics
+from infra.runner import drain, is_real_time, stop_between_batches, wait_until
+from teaching import progress
+from teaching.demos import show_refusal
+from teaching.microbatch import stream_batches, write_batches
 
 lesson = load_lesson("13_triggers")
 # kafka-python 3.0 loads its protocol schemas with importlib.resources calls that Python 3.11 deprecates.

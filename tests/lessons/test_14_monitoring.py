@@ -16,16 +16,16 @@ from datetime import timedelta
 from types import SimpleNamespace
 
 import pytest
+from lesson14_listeners import ProgressPrinter
 from pyspark.errors import StreamingQueryException
 
 from common import config
-from common.files import write_atomically
-from common.kafka import delete_topics, ensure_topics
-from common.listeners import ProgressPrinter
-from common.runner import finish
 from common.timestamps import iso, parse_iso
 from conftest import load_lesson, prose, run_script
 from data_generators import kafka_producer
+from infra.files import write_atomically
+from infra.kafka import delete_topics, ensure_topics
+from infra.runner import finish
 
 lesson = load_lesson("14_monitoring")
 BASE = config.BASE_EVENT_TIME  # 2025-01-15 10:30:00 UTC

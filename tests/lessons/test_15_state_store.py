@@ -16,11 +16,11 @@ import pytest
 from pyspark.sql import Row
 from pyspark.sql.streaming import StatefulProcessor, TwsTester
 
-from common import state_reader
-from common.demos import show_refusal
-from common.microbatch import collect_batches, stream_batches, write_batches
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 from conftest import at, load_lesson, prose, run_script, shop_event
+from teaching import state_reader
+from teaching.demos import show_refusal
+from teaching.microbatch import collect_batches, stream_batches, write_batches
 
 lesson = load_lesson("15_state_store")
 

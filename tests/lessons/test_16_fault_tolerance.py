@@ -12,12 +12,14 @@ from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
 
+import lesson16_crash_harness as crash
 import pytest
 from pyspark.errors import StreamingQueryException
 
-from common import checkpoints, crash, errors
-from common.runner import finish
 from conftest import load_lesson, prose, run_script
+from infra import errors
+from infra.runner import finish
+from teaching import checkpoints
 
 lesson = load_lesson("16_fault_tolerance")
 

@@ -14,14 +14,17 @@ from collections import defaultdict
 from dataclasses import replace
 from datetime import timedelta, timezone
 
+import lesson17_alerts as alerts
+import lesson17_dashboard as dashboard
 import pytest
 
-from common import alerts, checkpoints, config, dashboard, sources
-from common.files import json_lines, write_atomically
-from common.runner import finish
+from common import config, sources
 from common.timestamps import iso, parse_iso
 from conftest import load_lesson, run_script, shop_event
 from data_generators.generate_ecommerce_events import make_ecommerce_events
+from infra.files import json_lines, write_atomically
+from infra.runner import finish
+from teaching import checkpoints
 
 lesson = load_lesson("17_ecommerce_pipeline")
 
@@ -377,7 +380,7 @@ def test_a_large_purchase_of_a_product_without_a_name_is_described_by_its_id():
 def test_alerts_to_kafka_are_sent_once_though_a_batch_runs_again_or_its_query_starts_over(
     kafka_bootstrap, topic, tmp_path
 ):
-    from common.kafka import consume_all, ensure_topics
+    from infra.kafka import consume_all, ensure_topics
 
     target = topic("shop-alerts")
     ensure_topics(kafka_bootstrap, [target])

@@ -17,9 +17,9 @@ from collections import defaultdict
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import lesson18_pipeline_runner as pipelines
 import pytest
 
-from common import pipelines
 from conftest import load_lesson, prose, run_script
 
 lesson = load_lesson("18_declarative_pipeline")

@@ -14,10 +14,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
 from common import schemas
-from common.files import staging_dir_for
 from common.timestamps import parse_iso
 from conftest import ROOT, run_script
 from data_generators import simulate_file_data
+from infra.files import staging_dir_for
 
 BASE = "2025-01-15T10:30:00Z"
 

@@ -1,4 +1,4 @@
-"""The one loop every file simulator writes with (common.simfiles): atomic, in order, paced, stoppable.
+"""The one loop every file simulator writes with (infra.simfiles): atomic, in order, paced, stoppable.
 
 The atomicity tests slow the disk down instead of racing a reader against the clock:
 ``Path.write_text`` is replaced by one that writes in small chunks and lets a reader look
@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from common import simfiles
-from common.files import json_lines, staging_dir_for
-from common.simfiles import SimFile, continue_after, keep_in_order, write_files_paced
 from conftest import ROOT
+from infra import simfiles
+from infra.files import json_lines, staging_dir_for
+from infra.simfiles import SimFile, continue_after, keep_in_order, write_files_paced
 
 CHUNK_CHARS = 4096  # the slowed-down disk writes this much, then lets the reader look
 
@@ -203,13 +203,13 @@ def test_continue_after_counts_the_files_and_lines_already_there(tmp_path):
     assert continue_after(tmp_path, pattern) == (8, 5)
 
 
-# --- stopping: the same in every simulator (common.simulators.run_simulator) ------------------
+# --- stopping: the same in every simulator (infra.simulators.run_simulator) ------------------
 
 PACED_SCRIPT = """
 import sys
 sys.path.insert(0, sys.argv[2])
 from pathlib import Path
-from common.simfiles import SimFile, run_file_simulator
+from infra.simfiles import SimFile, run_file_simulator
 batches = ([SimFile(f"part-{n}.json", "{}\\n" * 10, "10 lines")] for n in range(3))
 sys.exit(run_file_simulator("paced_test", Path(sys.argv[1]), batches, 60))
 """

@@ -16,7 +16,6 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
 from common import config, paths, schemas
-from common.files import json_lines
 from common.timestamps import parse_iso
 from data_generators import (
     generate_ad_events,
@@ -24,6 +23,7 @@ from data_generators import (
     generate_sensor_data,
     simulate_file_data,
 )
+from infra.files import json_lines
 
 SCHEMAS = {
     "transactions": schemas.TRANSACTION_SCHEMA,

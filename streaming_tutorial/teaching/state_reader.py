@@ -28,13 +28,19 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from . import paths
-from .demos import Output, replay_streams
-from .files import json_lines, write_atomically
-from .microbatch import collect_batches, finish_run, start_collecting, stream_batches, write_batches
-from .narration import print_table
-from .runner import finish
-from .schemas import CLICK_SCHEMA, IMPRESSION_SCHEMA, SENSOR_SCHEMA
+from common import paths
+from common.schemas import CLICK_SCHEMA, IMPRESSION_SCHEMA, SENSOR_SCHEMA
+from infra.files import json_lines, write_atomically
+from infra.runner import finish
+from teaching.demos import Output, replay_streams
+from teaching.microbatch import (
+    collect_batches,
+    finish_run,
+    start_collecting,
+    stream_batches,
+    write_batches,
+)
+from teaching.narration import print_table
 
 PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
 HDFS_PROVIDER = (

@@ -2,7 +2,7 @@
 
 - ``show_refusal``: try a query Spark does not allow, and print Spark's own message.
 - ``replay``: run a small, fixed scenario micro-batch by micro-batch (one file per
-  batch, ``common.microbatch``) and print what the sink received in each;
+  batch, ``teaching.microbatch``) and print what the sink received in each;
   ``replay_streams`` does the same for a query with several inputs (a stream-stream join).
 - ``records_from_text`` / ``records_as_text``: a scenario written (and described) compactly.
 """
@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from . import paths
-from .errors import CourseError
-from .files import json_lines, write_atomically
-from .microbatch import (
+from common import paths
+from infra.errors import CourseError
+from infra.files import json_lines, write_atomically
+from teaching.microbatch import (
     Run,
     collect_batches,
     finish_run,
@@ -27,7 +27,7 @@ from .microbatch import (
     stream_batches,
     write_batches,
 )
-from .narration import first_line
+from teaching.narration import first_line
 
 REFUSAL_TIMEOUT_SECONDS = 120  # a refused query that started must fail within this long
 # How Spark wraps the error of a query that failed while running (StreamingQueryException).

@@ -13,7 +13,7 @@ What it receives (pyspark 4.2):
   listener bus thread, a little after the batch;
 - ``onQueryIdle``: instead of a progress event while there is no new data, at most once per
   ``spark.sql.streaming.noDataProgressEventInterval`` (the idle report still lands in
-  ``query.recentProgress``, see common/progress.py);
+  ``query.recentProgress``, see teaching/progress.py);
 - ``onQueryTerminated``: the query's id and, if it failed, the error text (with its Java trace).
 
 A progress carries its figures as JSON (``event.progress.json``); a Kafka source's
@@ -32,8 +32,8 @@ from typing import Callable, Sequence
 
 from pyspark.sql.streaming import StreamingQueryListener
 
-from . import paths
-from .narration import first_line, print_table
+from common import paths
+from teaching.narration import first_line, print_table
 
 GROWING_BATCHES = (
     3  # a consumer lag bigger than this many micro-batches ago, and still growing: flagged

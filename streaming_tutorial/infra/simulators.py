@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from . import paths, storage
-from .errors import CourseError
+from common import paths, storage
+from infra.errors import CourseError
 
 STOP_TIMEOUT_SECONDS = 5
 SERVER_START_SECONDS = (

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping
 
-from . import config
-from .errors import CourseError
+from common import config
+from infra.errors import CourseError
 
 PROTOCOL_ENV = "KAFKA_SECURITY_PROTOCOL"
 MECHANISM_ENV = "KAFKA_SASL_MECHANISM"

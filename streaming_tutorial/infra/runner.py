@@ -38,10 +38,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from . import checkpoints, paths, storage
-from .environment import require_writable
-from .errors import explain
-from .narration import WIDTH, banner, say  # noqa: F401  (lessons import the narration from here too)
+from common import paths, storage
+from infra.environment import require_writable
+from infra.errors import explain
+from teaching import checkpoints
+from teaching.narration import WIDTH, banner, say  # noqa: F401  (lessons import the narration from here too)
 
 POLL_SECONDS = 0.5  # how often the run loop looks at its queries
 EVERY_SECONDS = (
@@ -92,7 +93,7 @@ def lesson_session(lesson: str, args, **spark_options) -> Iterator:
     resumes. ``spark_options`` go to :func:`common.session.get_spark` (``kafka=True``,
     ``delta=True``, ``jdbc=True``).
     """
-    from .session import get_spark
+    from common.session import get_spark
 
     # Line-buffered stdout keeps our prints and the JVM's console-sink tables in order.
     sys.stdout.reconfigure(line_buffering=True)

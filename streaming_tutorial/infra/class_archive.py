@@ -13,7 +13,7 @@ has mapped the file without error.
 An archive that does not fit (another JDK, another pyspark) is ignored by the JVM, which then
 loads classes as usual; it is keyed by both, so it is rebuilt once for the new pair.
 What the archive holds depends on the run that wrote it, so ``python course.py`` trains it
-once per JDK + pyspark pair (``train``): a JVM runs common/archive_training.py, which touches
+once per JDK + pyspark pair (``train``): a JVM runs infra/archive_training.py, which touches
 what the lessons use, and its archive replaces one a smaller run may have written first.
 
 Set ``STREAMING_COURSE_CLASS_ARCHIVE=off`` to run without one.
@@ -29,8 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import paths
-from .environment import java_executable
+from common import paths
+from infra.environment import java_executable
 
 SWITCH = "STREAMING_COURSE_CLASS_ARCHIVE"
 # A pending archive with no writer noted yet may belong to a session that is still starting.
@@ -188,14 +188,14 @@ def trained_marker(archive: Path) -> Path:
     return archive.with_name(f"{archive.stem}.trained")
 
 
-TRAINING = ("-m", "common.archive_training")  # run with this Python from streaming_tutorial/
+TRAINING = ("-m", "infra.archive_training")  # run with this Python from streaming_tutorial/
 
 
 def train(workload: tuple[str, ...] = TRAINING, timeout: float = 600) -> str | None:
     """Write the archive from a training run and put it in place of any archive there.
 
     ``workload``: the Python arguments of a program that starts a Spark session, prints
-    ``jvm-pid: <its JVM's pid>`` and exits 0 (common/archive_training.py). Returns None when
+    ``jvm-pid: <its JVM's pid>`` and exits 0 (infra/archive_training.py). Returns None when
     done, else why not (the lessons then start as before)."""
     archive = archive_path()
     if archive is None:
@@ -251,7 +251,7 @@ def ensure_trained(say=print) -> None:
         )
 
 
-if __name__ == "__main__":  # python -m common.class_archive [ensure|train]
+if __name__ == "__main__":  # python -m infra.class_archive [ensure|train]
     if sys.argv[1:] == ["train"]:
         problem = train()
         print(problem or f"trained: {archive_path()}")

@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import OTHER_FOLDER, CourseError
+from infra.errors import OTHER_FOLDER, CourseError
 
 MIN_PYTHON = (3, 11)
 MIN_JAVA = 17

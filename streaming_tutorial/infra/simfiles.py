@@ -19,9 +19,9 @@ import re
 from pathlib import Path
 from typing import Iterable, NamedTuple, Sequence
 
-from . import paths
-from .files import write_atomically
-from .simulators import pause, run_simulator
+from common import paths
+from infra.files import write_atomically
+from infra.simulators import pause, run_simulator
 
 MTIME_STEP_NS = 1_000_000  # the file source compares modification times in milliseconds
 FILES_COMPLETE = "every file written so far is complete."

@@ -39,12 +39,14 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
-from . import checkpoints, files, runner, storage
-from .demos import show_refusal
-from .errors import CourseError
-from .processes import group_members
-from .runner import stop_between_batches
-from .timestamps import iso
+from common import storage
+from common.timestamps import iso
+from infra import files, runner
+from infra.errors import CourseError
+from infra.processes import group_members
+from infra.runner import stop_between_batches
+from teaching import checkpoints
+from teaching.demos import show_refusal
 
 PAUSE_ENV = (
     "CRASH_PAUSE_AT"  # "[label@]point:batch", comma-separated: where the child stops and waits

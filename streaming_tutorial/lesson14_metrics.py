@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pyspark
 
-from . import paths
+from common import paths
 
 PROMETHEUS_PATH = "/metrics/prometheus"
 HISTORY_PORT = 18080  # the history server's default

@@ -9,17 +9,17 @@
 Which broker? ``KAFKA_BOOTSTRAP_SERVERS`` when it is set (your own cluster, Docker,
 the test run's broker); otherwise the course's own broker at the host and port in
 ``common/config.py`` (``LOCAL_KAFKA_PORT`` changes the port). A secured cluster's
-protocol, login and CA file come from the variables in ``common/kafka_security.py``;
+protocol, login and CA file come from the variables in ``infra/kafka_security.py``;
 ``spark_options`` and ``client_options`` carry them, so every Spark query and every
 Python client of the course uses them the same way.
 
 This module is a client only. Starting and stopping the course's broker, and "find or
-start a broker for this lesson" (``kafka_for_lesson``), live in ``common/kafka_broker.py``,
+start a broker for this lesson" (``kafka_for_lesson``), live in ``infra/kafka_broker.py``,
 which uses this module, never the reverse.
 
-The Python side uses kafka-python (``import kafka``; this module is ``common.kafka``,
+The Python side uses kafka-python (``import kafka``; this module is ``infra.kafka``,
 so the two never clash). Its retry chatter is silenced: a broker that is not there
-gets one paragraph of advice (:class:`common.errors.CourseError`), not a log storm.
+gets one paragraph of advice (:class:`infra.errors.CourseError`), not a log storm.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ import time
 from contextlib import contextmanager
 from typing import Iterable, Iterator
 
-from . import config
-from .errors import CourseError
-from .kafka_security import client_options, spark_options  # noqa: F401 (spark_options: lessons ask common.kafka)
+from common import config
+from infra.errors import CourseError
+from infra.kafka_security import client_options, spark_options  # noqa: F401 (spark_options: lessons ask infra.kafka)
 
 REACH_TIMEOUT_SECONDS = 5.0
 CLIENT_ID = "streaming-course"
@@ -85,7 +85,7 @@ def _addresses(bootstrap: str) -> list[tuple[str, int]]:
 
 
 def _any_port_open(bootstrap: str, timeout: float) -> bool:
-    from .simulators import port_open
+    from infra.simulators import port_open
 
     return any(
         port_open(host, port, timeout=min(timeout, 1.0)) for host, port in _addresses(bootstrap)

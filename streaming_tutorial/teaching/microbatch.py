@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from . import paths, storage
-from .files import json_lines, write_atomically
+from common import paths, storage
+from infra.files import json_lines, write_atomically
 
 
 @dataclass

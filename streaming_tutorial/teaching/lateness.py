@@ -7,7 +7,7 @@ query progress reports as ``eventTime.watermark``). A row older than the current
 watermark can therefore still get in.
 
 - ``late_row_watermarks(run)``, ``watermark_table(...)``: the two watermarks per batch
-  of a replayed run (``common.demos.replay``), as rows for ``narration.print_table``.
+  of a replayed run (``teaching.demos.replay``), as rows for ``narration.print_table``.
 - ``show_window_lateness(...)``: a replayed windowed count over labelled records, shown
   batch by batch (what each batch read, its two watermarks, the windows it emitted, the
   records it dropped) and drawn as a PNG (``plot_arrivals``).
@@ -21,13 +21,13 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Callable, Sequence
 
-from . import paths
-from .config import BASE_EVENT_TIME
-from .demos import records_as_text, short_time
-from .microbatch import Run
-from .narration import print_table
-from .progress import batches_run, read_in_batches
-from .timestamps import iso, parse_iso
+from common import paths
+from common.config import BASE_EVENT_TIME
+from common.timestamps import iso, parse_iso
+from teaching.demos import records_as_text, short_time
+from teaching.microbatch import Run
+from teaching.narration import print_table
+from teaching.progress import batches_run, read_in_batches
 
 # How each fate of a record is drawn: marker, colour, legend label.
 STYLES = {

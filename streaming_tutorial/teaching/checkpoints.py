@@ -13,7 +13,7 @@ import json
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlparse
 
-from . import paths, storage
+from common import paths, storage
 
 
 def batch_ids(folder: Path) -> list[int]:

@@ -24,9 +24,9 @@ import re
 import time
 from typing import Callable, Mapping, Sequence
 
-from .errors import CourseError
-from .kafka import client_options, consume_all, end_offsets, ensure_topics, recreate_topics
-from .runner import wait_until
+from infra.errors import CourseError
+from infra.kafka import client_options, consume_all, end_offsets, ensure_topics, recreate_topics
+from infra.runner import wait_until
 
 SENT_FIELD = "sent_ms"  # when a message was sent, in epoch milliseconds; results must carry it
 LOG_APPEND_TIME = 1  # a record's timestamp_type when the broker stamped it

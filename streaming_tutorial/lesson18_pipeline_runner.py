@@ -39,11 +39,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import checkpoints, paths
-from .errors import CourseError
-from .processes import PROC, group_members, group_stats
-from .session import DRIVER_JAVA_OPTIONS
-from .simulators import free_port
+from common import paths
+from common.session import DRIVER_JAVA_OPTIONS
+from infra.errors import CourseError
+from infra.processes import PROC, group_members, group_stats
+from infra.simulators import free_port
+from teaching import checkpoints
 
 PIPELINES_DIR = paths.LESSONS_DIR / "pipelines"
 SPEC_NAME = "spark-pipeline.yml"
@@ -401,7 +402,7 @@ KNOWN_FAILURES = (
     (
         "failed to connect to all addresses",
         "spark-pipelines could not reach the Spark Connect endpoint given to --remote: the session that serves it "
-        "has stopped, or it was started without the Spark Connect plugin (common/pipelines.py: server_conf).",
+        "has stopped, or it was started without the Spark Connect plugin (lesson18_pipeline_runner.py: server_conf).",
     ),
     (
         "JAVA_GATEWAY_EXITED",

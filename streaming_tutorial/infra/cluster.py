@@ -34,10 +34,11 @@ import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import paths, processes
-from .environment import java_executable, require_java
-from .errors import CourseError
-from .session import LOG4J_CONFIG
+from common import paths
+from common.session import LOG4J_CONFIG
+from infra import processes
+from infra.environment import java_executable, require_java
+from infra.errors import CourseError
 
 HOST = "127.0.0.1"
 DEFAULT_PORT, DEFAULT_WEBUI_PORT, DEFAULT_WORKER_WEBUI_PORT = 7077, 8080, 8081
@@ -200,7 +201,7 @@ def _launch(role: str, cluster: Cluster) -> int:
 
 
 def _ports_in_use(cluster: Cluster) -> list[int]:
-    from .simulators import port_open
+    from infra.simulators import port_open
 
     return [
         port
@@ -222,7 +223,7 @@ def start(
         return running
     busy = _ports_in_use(cluster)
     if busy:
-        from .simulators import free_port
+        from infra.simulators import free_port
 
         raise CourseError(
             f"Port(s) {', '.join(map(str, busy))} on {HOST} are in use by another program, so the course's "
@@ -334,13 +335,13 @@ def _stop_group(pgid: int, timeout: float) -> None:
 
 
 def run_cli(*args: str, home: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-    """``python -m common.cluster ARGS`` for the course home ``home``, as course.py runs it.
+    """``python -m infra.cluster ARGS`` for the course home ``home``, as course.py runs it.
 
     A process of its own: the course's folders are fixed when common.paths is imported, and the
     tests and benchmarks keep their clusters out of the learner's ``.runtime/``.
     """
     return subprocess.run(
-        [sys.executable, "-m", "common.cluster", *args],
+        [sys.executable, "-m", "infra.cluster", *args],
         cwd=paths.LESSONS_DIR,
         env={**os.environ, "STREAMING_COURSE_HOME": str(home)},
         capture_output=True,

@@ -24,8 +24,8 @@ import argparse
 from datetime import datetime
 from pathlib import Path
 
-from . import config, paths
-from .timestamps import parse_iso
+from common import config, paths
+from common.timestamps import parse_iso
 
 MAX_DEFAULT_DURATION = 60.0
 DEFAULT_SEED = 42

@@ -12,7 +12,7 @@ from __future__ import annotations
 import statistics
 from typing import Sequence
 
-from .timestamps import parse_iso
+from common.timestamps import parse_iso
 
 
 def batches_run(progress: Sequence[dict]) -> list[dict]:

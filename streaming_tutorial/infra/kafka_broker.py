@@ -48,12 +48,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from . import config, paths
-from .config import SCALA_BINARY
-from .environment import java_executable, require_java
-from .errors import CourseError
-from .kafka import answers, check_reachable, configured_bootstrap
-from .kafka_security import security_for
+from common import config, paths
+from common.config import SCALA_BINARY
+from infra.environment import java_executable, require_java
+from infra.errors import CourseError
+from infra.kafka import answers, check_reachable, configured_bootstrap
+from infra.kafka_security import security_for
 
 KAFKA_VERSION = "4.4.0"
 # A folder of your choice for the broker's jars, instead of the user cache folder (the course
@@ -249,7 +249,7 @@ def _file_lock(path: Path) -> Iterator[None]:
 
 
 def _check_ports_free(broker: LocalBroker) -> None:
-    from .simulators import port_open
+    from infra.simulators import port_open
 
     for port, role, variable in (
         (broker.port, "client (PLAINTEXT)", config.LOCAL_KAFKA_PORT_ENV),
@@ -469,7 +469,7 @@ def download_advice(broker: LocalBroker, ivy_log: Path) -> str:
 
 def server_properties(broker: LocalBroker) -> str:
     return f"""\
-# Written by the course (common/kafka_broker.py) on every start: edit that file, not this one.
+# Written by the course (infra/kafka_broker.py) on every start: edit that file, not this one.
 # One JVM is both the KRaft controller (metadata) and the broker (data).
 process.roles=broker,controller
 node.id={NODE_ID}

@@ -19,9 +19,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
-from . import paths
-from .alerts import describe_alert, latest_per_key, read_alerts, read_batch_files, sent_to_kafka
-from .timestamps import parse_iso
+from lesson17_alerts import (
+    describe_alert,
+    latest_per_key,
+    read_alerts,
+    read_batch_files,
+    sent_to_kafka,
+)
+
+from common import paths
+from common.timestamps import parse_iso
 
 REFRESH_PER_SECOND = 4
 PLAIN_EVERY_SECONDS = 10.0  # how often the plain (not a terminal) dashboard is printed

@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from .files import json_lines, write_atomically
+from infra.files import json_lines, write_atomically
 
 BATCH_FILE = "{query}-batch-{batch_id:06d}.json"
 
@@ -149,7 +149,7 @@ def write_alerts_once(
         return 0
     from kafka import KafkaProducer
 
-    from .kafka import client_options
+    from infra.kafka import client_options
 
     bootstrap, topic = kafka
     producer = KafkaProducer(**client_options(bootstrap), acks="all")
