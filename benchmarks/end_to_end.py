@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 
 from benchmarks.harness import Results, Stats, stop
 from common import paths
-from common.sources import read_kafka
+from common.parsing import read_kafka
 from infra.kafka import recreate_topics, spark_options
 
 SOURCE = "bench-e2e-in"

@@ -62,7 +62,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from common import paths, sources
+from common import parsing, paths
 from common.session import SQLITE_JDBC_PACKAGE, delta_package, get_spark, kafka_package
 from infra import cli
 from infra.environment import run_checks
@@ -150,7 +150,7 @@ def run_first_job(args) -> list[str]:
         print(f"  Shuffle partitions:  {spark.conf.get('spark.sql.shuffle.partitions')}")
         print(f"  Session time zone:   {spark.conf.get('spark.sql.session.timeZone')}")
         print(f"  Products per category (a batch query on {paths.display(paths.PRODUCTS_CSV)}):")
-        for row in build_products_per_category(sources.read_products(spark)).collect():
+        for row in build_products_per_category(parsing.read_products(spark)).collect():
             print(
                 f"    {row.category:<12} {row.products} products, average list price {row.avg_list_price:.2f}"
             )

@@ -54,7 +54,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from common import paths, sources
+from common import parsing, paths
 from common.schemas import TRANSACTION_SCHEMA
 from infra import cli, simulators
 from infra.runner import (
@@ -82,7 +82,7 @@ SIMULATOR = (
 def read_transactions(spark, folder: Path) -> DataFrame:
     """Every line of every file in ``folder`` as text (``value``), with its file's name (``source_file``)."""
     # Text first, parsed next: a line that does not fit the schema is kept, never lost.
-    return sources.read_json_lines(spark, folder, max_files_per_trigger=MAX_FILES_PER_TRIGGER)
+    return parsing.read_json_lines(spark, folder, max_files_per_trigger=MAX_FILES_PER_TRIGGER)
 
 
 def parse_transactions(lines: DataFrame) -> DataFrame:
@@ -90,7 +90,7 @@ def parse_transactions(lines: DataFrame) -> DataFrame:
     # from_json never fails the query: a broken line, a wrong type, a missing required field
     # (nullable=False in the schema), an amount of 1e400 (Infinity) or below 0 (the schema's
     # range), or bad UTF-8: each gets a quarantine_reason.
-    return sources.parse_json(lines, TRANSACTION_SCHEMA)
+    return parsing.parse_json(lines, TRANSACTION_SCHEMA)
 
 
 def write_batch(batch: DataFrame, batch_id: int, quarantine: Path, tally: dict) -> None:
@@ -101,13 +101,13 @@ def write_batch(batch: DataFrame, batch_id: int, quarantine: Path, tally: dict) 
     try:
         per_file = (
             batch.groupBy("source_file")
-            .agg(F.count(F.lit(1)).alias("lines"), F.count(sources.REASON_COLUMN).alias("bad"))
+            .agg(F.count(F.lit(1)).alias("lines"), F.count(parsing.REASON_COLUMN).alias("bad"))
             .orderBy("source_file")
             .collect()
         )
         good, bad = (
-            sources.valid_records(batch, TRANSACTION_SCHEMA),
-            sources.quarantined(batch, "source_file"),
+            parsing.valid_records(batch, TRANSACTION_SCHEMA),
+            parsing.quarantined(batch, "source_file"),
         )
         bad_rows = bad.collect()
         if bad_rows:

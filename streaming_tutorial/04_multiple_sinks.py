@@ -57,7 +57,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from common import paths, sources
+from common import parsing, paths
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 from infra import cli, simulators
 from infra.runner import banner, checkpoint_root, lesson_session, run_lesson, run_queries, say
@@ -80,13 +80,13 @@ FUNNEL_SQL = f"""
 
 def read_events(spark, folder: Path) -> DataFrame:
     """Each line of the shop-event files, parsed, with its quarantine_reason (null for a good event)."""
-    lines = sources.read_json_lines(spark, folder, max_files_per_trigger=MAX_FILES_PER_TRIGGER)
-    return sources.parse_json(lines, ECOMMERCE_EVENT_SCHEMA)
+    lines = parsing.read_json_lines(spark, folder, max_files_per_trigger=MAX_FILES_PER_TRIGGER)
+    return parsing.parse_json(lines, ECOMMERCE_EVENT_SCHEMA)
 
 
 def build_events(lines: DataFrame) -> DataFrame:
     """The good events plus the date they happened on (the Parquet partition column)."""
-    return sources.valid_records(lines, ECOMMERCE_EVENT_SCHEMA).withColumn(
+    return parsing.valid_records(lines, ECOMMERCE_EVENT_SCHEMA).withColumn(
         "date", F.to_date("timestamp")
     )
 
@@ -98,8 +98,8 @@ def start_sinks(events: DataFrame, lines: DataFrame, checkpoints: Path, trigger:
         start_console(events, trigger),
         start_memory(events, trigger),
         start_parquet(events, PARQUET_DIR, checkpoints / "parquet", trigger),
-        sources.start_quarantine(
-            sources.quarantined(lines, "source_file"),
+        parsing.start_quarantine(
+            parsing.quarantined(lines, "source_file"),
             QUARANTINE_DIR,
             checkpoints / "quarantine",
             trigger,
@@ -228,7 +228,7 @@ def main(argv: list[str] | None = None) -> None:
         )
         print(
             f"Quarantined lines in {paths.display(QUARANTINE_DIR)}:",
-            sources.quarantine_summary(spark, QUARANTINE_DIR),
+            parsing.quarantine_summary(spark, QUARANTINE_DIR),
         )
         say("""The memory table lives in the driver and dies with the run, so its query has no
             checkpoint: it reads the folder from the start every run (Spark refuses to resume an

@@ -51,7 +51,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from common import paths, sources
+from common import parsing, paths
 from common.schemas import SENSOR_SCHEMA
 from infra import cli, simulators
 from infra.runner import banner, checkpoint_root, lesson_session, run_lesson, run_queries, say
@@ -90,7 +90,7 @@ SCENARIO = [
 
 def read_readings(spark, folder: Path) -> DataFrame:
     """Each line of the sensor files, parsed, with its quarantine_reason (null for a good reading)."""
-    return sources.parse_json(sources.read_json_lines(spark, folder), SENSOR_SCHEMA)
+    return parsing.parse_json(parsing.read_json_lines(spark, folder), SENSOR_SCHEMA)
 
 
 def build_tumbling_windows(readings: DataFrame, *keys: str) -> DataFrame:
@@ -148,7 +148,7 @@ def start_noop(stream: DataFrame, mode: str):
 
 def build_live_windows(lines: DataFrame) -> DataFrame:
     """Tumbling windows per sensor over the good readings (lines that are not readings are left out)."""
-    return build_tumbling_windows(sources.valid_records(lines, SENSOR_SCHEMA), "sensor_id").drop(
+    return build_tumbling_windows(parsing.valid_records(lines, SENSOR_SCHEMA), "sensor_id").drop(
         "reading_ids"
     )
 
@@ -169,8 +169,8 @@ def start_live(lines: DataFrame, checkpoints: Path, quarantine: Path, trigger: d
     )
     return [
         console,
-        sources.start_quarantine(
-            sources.quarantined(lines, "source_file"),
+        parsing.start_quarantine(
+            parsing.quarantined(lines, "source_file"),
             quarantine,
             checkpoints / "quarantine",
             trigger,
@@ -270,7 +270,7 @@ def main(argv: list[str] | None = None) -> None:
         lines = read_readings(spark, paths.SENSOR_DIR)
         demos.show_refusal(
             lambda: start_noop(
-                build_sessions(sources.valid_records(lines, SENSOR_SCHEMA)), "update"
+                build_sessions(parsing.valid_records(lines, SENSOR_SCHEMA)), "update"
             ),
             "A session window in update mode",
         )
@@ -298,7 +298,7 @@ def main(argv: list[str] | None = None) -> None:
             )
             run_queries(queries, args, until=files.done)
         say(f"""The live query {progress.read_in_batches(queries[0].recentProgress, "lines")}; lines quarantined (with their reason) in
-            {paths.display(QUARANTINE_DIR)}: {sources.quarantine_summary(spark, QUARANTINE_DIR)}.
+            {paths.display(QUARANTINE_DIR)}: {parsing.quarantine_summary(spark, QUARANTINE_DIR)}.
             Its checkpoint remembers the files and the windows: run the lesson again to go on.""")
 
 

@@ -62,8 +62,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from common import config, paths
+from common.parsing import kafka_text, parse_json, quarantined, read_kafka, valid_records
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
-from common.sources import kafka_text, parse_json, quarantined, read_kafka, valid_records
 from infra import cli
 from infra.kafka import ensure_topics, explain_failures, recreate_topics, spark_options
 from infra.kafka_broker import kafka_for_lesson

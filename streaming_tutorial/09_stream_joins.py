@@ -50,8 +50,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from common import config, paths
-from common.schemas import CLICK_SCHEMA, ECOMMERCE_EVENT_SCHEMA, IMPRESSION_SCHEMA
-from common.sources import (
+from common.parsing import (
     kafka_text,
     parse_json,
     quarantined,
@@ -61,6 +60,7 @@ from common.sources import (
     start_quarantine,
     valid_records,
 )
+from common.schemas import CLICK_SCHEMA, ECOMMERCE_EVENT_SCHEMA, IMPRESSION_SCHEMA
 from infra import cli
 from infra.kafka import ensure_topics, explain_failures
 from infra.kafka_broker import kafka_for_lesson

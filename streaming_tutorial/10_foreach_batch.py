@@ -47,7 +47,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from common import config, database, paths, sources
+from common import config, database, parsing, paths
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 from infra import cli, files, kafka, kafka_broker, simulators
 from infra.runner import (
@@ -81,7 +81,7 @@ ADD_TO_CATEGORY = """INSERT INTO category_sales (category, purchases, units, rev
 
 def read_events(spark, folder: Path) -> DataFrame:
     """The shop's event files as a stream of lines, parsed: a bad line keeps its text and a reason."""
-    return sources.parse_json(sources.read_json_lines(spark, folder), ECOMMERCE_EVENT_SCHEMA)
+    return parsing.parse_json(parsing.read_json_lines(spark, folder), ECOMMERCE_EVENT_SCHEMA)
 
 
 def build_category_sales(events: DataFrame) -> DataFrame:
@@ -142,7 +142,7 @@ def write_batch(
     app_id = app_id or batch.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
     batch.persist()  # four writes read this batch: without persist() each would parse the files again
     try:
-        events = sources.valid_records(batch, ECOMMERCE_EVENT_SCHEMA)
+        events = parsing.valid_records(batch, ECOMMERCE_EVENT_SCHEMA)
         count = events.count()
         version = write_delta_once(events, folder / "events", app_id, batch_id)
         sales = build_category_sales(events).orderBy("category").collect()
@@ -154,7 +154,7 @@ def write_batch(
             else write_lines(alerts, folder / "alerts", batch_id)
         )
         bad = write_lines(
-            sources.quarantined(batch, "source_file"), folder / "quarantine", batch_id
+            parsing.quarantined(batch, "source_file"), folder / "quarantine", batch_id
         )
     finally:
         batch.unpersist()

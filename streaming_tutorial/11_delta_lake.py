@@ -42,7 +42,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from common import paths, sources
+from common import parsing, paths
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 from infra import cli, simulators
 from infra.runner import (
@@ -71,7 +71,7 @@ SHOW_ROWS = 8
 
 def read_events(spark, folder: Path) -> DataFrame:
     """The shop's event files as a stream of lines, parsed: a bad line keeps its text and a reason."""
-    return sources.parse_json(sources.read_json_lines(spark, folder), ECOMMERCE_EVENT_SCHEMA)
+    return parsing.parse_json(parsing.read_json_lines(spark, folder), ECOMMERCE_EVENT_SCHEMA)
 
 
 def read_delta_stream(spark, table: Path) -> DataFrame:
@@ -104,7 +104,7 @@ def start_events(parsed: DataFrame, table: Path, checkpoint: Path, trigger: dict
     # batch id) in the table's log. A batch that runs again after a crash finds its id
     # there and is skipped: exactly once, with the checkpoint's help.
     return (
-        sources.valid_records(parsed, ECOMMERCE_EVENT_SCHEMA)
+        parsing.valid_records(parsed, ECOMMERCE_EVENT_SCHEMA)
         .writeStream.format("delta")
         .outputMode("append")
         .option("checkpointLocation", paths.uri(checkpoint))
@@ -116,7 +116,7 @@ def start_events(parsed: DataFrame, table: Path, checkpoint: Path, trigger: dict
 def start_quarantine(parsed: DataFrame, table: Path, checkpoint: Path, trigger: dict):
     """Lines that are no usable event, kept whole with their reason in a Delta table of their own."""
     return (
-        sources.quarantined(parsed, "source_file")
+        parsing.quarantined(parsed, "source_file")
         .writeStream.format("delta")
         .outputMode("append")
         .option("checkpointLocation", paths.uri(checkpoint))

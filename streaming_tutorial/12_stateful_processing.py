@@ -63,8 +63,7 @@ from pyspark.sql import DataFrame, GroupedData
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
 from common import paths
-from common.schemas import ECOMMERCE_EVENT_SCHEMA
-from common.sources import (
+from common.parsing import (
     parse_json,
     quarantine_summary,
     quarantined,
@@ -72,6 +71,7 @@ from common.sources import (
     start_quarantine,
     valid_records,
 )
+from common.schemas import ECOMMERCE_EVENT_SCHEMA
 from infra import cli
 from infra.runner import banner, checkpoint_root, lesson_session, run_lesson, run_queries, say
 from infra.simulators import file_input_for_lesson

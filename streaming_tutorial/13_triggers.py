@@ -48,7 +48,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from common import paths
-from common.sources import read_kafka
+from common.parsing import read_kafka
 from infra import cli
 from infra.kafka import explain_failures, recreate_topics, spark_options
 from infra.kafka_broker import kafka_for_lesson

@@ -68,8 +68,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from common import paths, storage
-from common.schemas import SENSOR_SCHEMA
-from common.sources import (
+from common.parsing import (
     kafka_text,
     parse_json,
     quarantined,
@@ -77,6 +76,7 @@ from common.sources import (
     start_quarantine,
     valid_records,
 )
+from common.schemas import SENSOR_SCHEMA
 from infra import cli, files
 from infra.kafka import ensure_topics, explain_failures, recreate_topics
 from infra.kafka_broker import kafka_for_lesson

@@ -41,8 +41,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StatefulProcessor
 
 from common import paths
-from common.schemas import ECOMMERCE_EVENT_SCHEMA as EVENTS
-from common.sources import (
+from common.parsing import (
     parse_json,
     quarantine_summary,
     quarantined,
@@ -50,6 +49,7 @@ from common.sources import (
     start_quarantine,
     valid_records,
 )
+from common.schemas import ECOMMERCE_EVENT_SCHEMA as EVENTS
 from infra import cli
 from infra.runner import banner, checkpoint_root, lesson_session, run_lesson, run_queries, say
 from infra.simulators import file_input_for_lesson

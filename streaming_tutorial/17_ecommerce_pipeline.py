@@ -48,7 +48,7 @@ import lesson17_dashboard as dashboard
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from common import paths, sources
+from common import parsing, paths
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 from infra import cli
 from infra.kafka import end_offsets, ensure_topics, recreate_topics
@@ -144,16 +144,16 @@ FUNNEL_SQL = (
 def read_events(spark, source: str, bootstrap: str | None) -> DataFrame:
     """The shop events from the lesson's folder or topic, parsed (``parse_events``)."""
     return parse_events(
-        sources.kafka_text(sources.read_kafka(spark, bootstrap, TOPIC))
+        parsing.kafka_text(parsing.read_kafka(spark, bootstrap, TOPIC))
         if source == "kafka"
-        else sources.read_json_lines(spark, INPUT)
+        else parsing.read_json_lines(spark, INPUT)
     )
 
 
 def parse_events(lines: DataFrame) -> DataFrame:
     """Lines parsed: a bad line (a purchase without price, category or quantity too) keeps its text and a reason."""
-    parsed = sources.parse_json(lines, ECOMMERCE_EVENT_SCHEMA)
-    return sources.require_for(
+    parsed = parsing.parse_json(lines, ECOMMERCE_EVENT_SCHEMA)
+    return parsing.require_for(
         parsed, F.col("event_type") == "purchase", PURCHASE_NEEDS, "a purchase"
     )
 
@@ -293,7 +293,7 @@ def start_query(
 
 def start_queries(parsed: DataFrame, folder: Path, checkpoints: Path, trigger, kafka) -> list:
     """The seven queries: each reads the source itself and keeps its own offsets and state."""
-    events = sources.valid_records(parsed, ECOMMERCE_EVENT_SCHEMA)
+    events = parsing.valid_records(parsed, ECOMMERCE_EVENT_SCHEMA)
     keep = lambda name: (
         lambda batch, batch_id: alerts.write_batch_file(  # noqa: E731
             folder / name, alerts.query_id(batch), batch_id, to_dicts(batch)
@@ -350,8 +350,8 @@ def start_queries(parsed: DataFrame, folder: Path, checkpoints: Path, trigger, k
             trigger("revenue_drops"),
             write=lambda batch, batch_id: write_drops(batch, batch_id, folder, kafka),
         ),
-        sources.start_quarantine(
-            sources.quarantined(
+        parsing.start_quarantine(
+            parsing.quarantined(
                 parsed,
                 *({"source_file"} & set(parsed.columns) or ("source_partition", "source_offset")),
             ),
@@ -446,7 +446,7 @@ def main(argv: list[str] | None = None) -> None:
 
         banner("3. What the run added up to")
         print(dashboard.render_summary(board.snapshot()))
-        print(f"Quarantined: {sources.quarantine_summary(spark, folder / 'quarantine')}")
+        print(f"Quarantined: {parsing.quarantine_summary(spark, folder / 'quarantine')}")
         picture = board.plot(folder / "pipeline.png")
         print(f"Saved {paths.display(picture)}: revenue per category over time, and the funnel.")
 

@@ -50,7 +50,7 @@ import lesson18_pipeline_runner as pipelines
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from common import paths, sources, storage
+from common import parsing, paths, storage
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 from infra import cli, files
 from infra.runner import banner, checkpoint_root, lesson_session, run_lesson, say
@@ -117,8 +117,8 @@ def read_events(spark) -> DataFrame:
     lines = spark.read.text(paths.uri(INPUT)).withColumn(
         "source_file", F.col("_metadata.file_name")
     )
-    return sources.valid_records(
-        sources.parse_json(lines, ECOMMERCE_EVENT_SCHEMA), ECOMMERCE_EVENT_SCHEMA
+    return parsing.valid_records(
+        parsing.parse_json(lines, ECOMMERCE_EVENT_SCHEMA), ECOMMERCE_EVENT_SCHEMA
     )
 
 

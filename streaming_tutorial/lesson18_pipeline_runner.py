@@ -207,7 +207,7 @@ def server_conf(pipeline: Pipeline) -> dict[str, str]:
         "spark.sql.warehouse.dir": paths.uri(pipeline.warehouse),
         "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={metastore.resolve()};create=true",
         # The tables are Parquet (Spark's default format). Delta tables would need the session's
-        # delta=True and spark.sql.sources.default=delta: measured on 2 cores with a server per
+        # delta=True and spark.sql.parsing.default=delta: measured on 2 cores with a server per
         # command, a run then took 31-34 s and 36-43 CPU-s instead of about 18 s and 20 CPU-s.
         # derby.log here, not in the folder the lesson was started from (after the course's JVM options).
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={pipeline.home.resolve()}",

@@ -4,7 +4,7 @@ Streaming file and Kafka sources cannot infer a schema from data that has not
 arrived yet, so each lesson reads with one of these, and each simulator writes
 records that match them (the tests check that they agree).
 
-A field with ``nullable=False`` is required: ``sources.parse_json`` quarantines a
+A field with ``nullable=False`` is required: ``parsing.parse_json`` quarantines a
 record without it (the file and Kafka readers themselves treat every field as nullable).
 A numeric field's metadata may state its range, ``{"min": ...}`` and/or ``{"max": ...}``
 (inclusive): a record outside it is quarantined too ("amount below 0"). Ranges are

@@ -297,7 +297,7 @@ def ship_course_code(spark) -> None:
 
     A function the executors run (a UDF, an applyInPandasWithState function) is sent by
     value when the lesson defines it, but by *reference* when it comes from an importable
-    module such as ``common.sources``: the executor imports it. Locally the executors are
+    module such as ``common.parsing``: the executor imports it. Locally the executors are
     the driver's own process and find it; a cluster's workers have only what they are sent.
     """
     lessons = Path(__file__).resolve().parent.parent

@@ -26,7 +26,7 @@ from pyspark.sql.streaming import StatefulProcessor
 from pyspark.sql.streaming.state import GroupStateTimeout
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
-from common import database, paths, sources
+from common import database, parsing, paths
 from common.session import get_spark
 from infra.files import json_lines, write_atomically
 
@@ -91,9 +91,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="class-archive-training-") as scratch:
         base = Path(scratch)
         write_events(base / "in")
-        lines = sources.read_json_lines(spark, base / "in", max_files_per_trigger=1)
-        parsed = sources.parse_json(lines, EVENT_SCHEMA)
-        events = sources.valid_records(parsed, EVENT_SCHEMA).withWatermark("ts", "30 seconds")
+        lines = parsing.read_json_lines(spark, base / "in", max_files_per_trigger=1)
+        parsed = parsing.parse_json(lines, EVENT_SCHEMA)
+        events = parsing.valid_records(parsed, EVENT_SCHEMA).withWatermark("ts", "30 seconds")
 
         def start(frame, name, sink="memory", mode="append", **options):
             writer = frame.writeStream.format(sink).outputMode(mode).trigger(**AVAILABLE_NOW)
@@ -113,7 +113,7 @@ def main() -> None:
         )
         run(
             start(
-                sources.quarantined(parsed),
+                parsing.quarantined(parsed),
                 "quarantine",
                 sink="parquet",
                 path=str(base / "quarantine"),
@@ -222,7 +222,7 @@ def main() -> None:
             .option("subscribe", "training")
             .load()
         )
-        sources.kafka_text(kafka).select(F.to_json(F.struct("value")).alias("value")).explain()
+        parsing.kafka_text(kafka).select(F.to_json(F.struct("value")).alias("value")).explain()
         run(start(events, "noop", sink="noop"))
     spark.stop()
 

@@ -292,8 +292,8 @@ def test_reset_that_cannot_reach_the_store_names_the_command(on_hdfs):
 
 
 def test_a_catalogue_copy_that_python_wrote_is_refused_but_the_shipped_one_is_read(on_hdfs):
-    from common import sources
+    from common import parsing
 
     with pytest.raises(CourseError, match=f"Spark reads {HDFS}/output/09_stream_joins,"):
-        sources.read_products(None, paths.output_for("09_stream_joins") / "catalogue.csv")
+        parsing.read_products(None, paths.output_for("09_stream_joins") / "catalogue.csv")
     assert not paths.is_remote(paths.PRODUCTS_CSV)

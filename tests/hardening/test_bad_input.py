@@ -25,7 +25,7 @@ from corpus import (
     field_cases,
 )
 
-from common.sources import (
+from common.parsing import (
     kafka_text,
     parse_json,
     quarantined,

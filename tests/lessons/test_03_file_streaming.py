@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import Row
 
-from common import sources
+from common import parsing
 from common.schemas import TRANSACTION_SCHEMA
 from conftest import at, iso_at, load_lesson, run_script
 from infra.files import json_lines, write_atomically
@@ -81,11 +81,11 @@ def test_good_lines_are_parsed_and_every_bad_line_gets_its_reason(
     spark, transaction_files, tmp_path
 ):
     transactions = lesson.parse_transactions(lesson.read_transactions(spark, transaction_files))
-    good = sources.valid_records(transactions, TRANSACTION_SCHEMA, "source_file")
+    good = parsing.valid_records(transactions, TRANSACTION_SCHEMA, "source_file")
 
     good_run = collect_batches(good, tmp_path / "good", sort_key=lambda row: row.transaction_id)
     bad_run = collect_batches(
-        sources.quarantined(transactions, "source_file"),
+        parsing.quarantined(transactions, "source_file"),
         tmp_path / "bad",
         sort_key=lambda row: row.raw_line,
     )

@@ -8,7 +8,7 @@ from datetime import date
 
 import pytest
 
-from common.sources import quarantine_counts
+from common.parsing import quarantine_counts
 from conftest import load_lesson, run_script, shop_event
 from infra.files import write_atomically
 from teaching import demos
@@ -47,8 +47,8 @@ def test_one_stream_reaches_memory_parquet_and_the_quarantine_exactly(spark, tmp
     queries = [
         lesson.start_memory(events, once),
         lesson.start_parquet(events, tmp_path / "parquet", tmp_path / "chk" / "parquet", once),
-        lesson.sources.start_quarantine(
-            lesson.sources.quarantined(lines, "source_file"),
+        lesson.parsing.start_quarantine(
+            lesson.parsing.quarantined(lines, "source_file"),
             tmp_path / "quarantine",
             tmp_path / "chk" / "quarantine",
             once,

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from common.sources import quarantined
+from common.parsing import quarantined
 from conftest import at, load_lesson, run_script, sensor_reading
 from infra.files import json_lines, write_atomically
 from teaching import demos

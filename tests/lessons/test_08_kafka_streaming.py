@@ -22,7 +22,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from common.sources import read_kafka
+from common.parsing import read_kafka
 from common.timestamps import iso
 from conftest import load_lesson
 from data_generators import kafka_producer

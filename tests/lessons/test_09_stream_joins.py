@@ -13,8 +13,8 @@ import pytest
 from pyspark.sql import Row
 from pyspark.sql import functions as F
 
+from common.parsing import valid_records
 from common.schemas import CLICK_SCHEMA, ECOMMERCE_EVENT_SCHEMA, IMPRESSION_SCHEMA
-from common.sources import valid_records
 from conftest import at, load_lesson, run_script
 from infra.kafka import ensure_topics
 from infra.runner import finish

@@ -12,7 +12,7 @@ import re
 import pytest
 from pyspark.sql import Row
 
-from common import database, sources
+from common import database, parsing
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 from conftest import load_lesson, run_script, shop_event
 from infra.runner import finish
@@ -61,7 +61,7 @@ def parsed_batch(spark, records, extra_lines=()):
     frame = spark.createDataFrame(
         [(line, "b.json") for line in lines], "value string, source_file string"
     )
-    return sources.parse_json(frame, ECOMMERCE_EVENT_SCHEMA)
+    return parsing.parse_json(frame, ECOMMERCE_EVENT_SCHEMA)
 
 
 def destinations(spark, tmp_path):
@@ -152,8 +152,8 @@ def test_a_real_replay_after_a_lost_commit_changes_nothing(spark, tmp_path, caps
 
     def run():
         # The lesson's reader, one file per micro-batch.
-        events = sources.parse_json(
-            sources.read_json_lines(spark, folder, max_files_per_trigger=1), ECOMMERCE_EVENT_SCHEMA
+        events = parsing.parse_json(
+            parsing.read_json_lines(spark, folder, max_files_per_trigger=1), ECOMMERCE_EVENT_SCHEMA
         )
         query = lesson.start_batches(events, checkpoint, {"availableNow": True}, **where)
         finish([query])
@@ -183,7 +183,7 @@ def test_a_real_replay_after_a_lost_commit_changes_nothing(spark, tmp_path, caps
 
 
 def test_alert_rule_and_category_sales_on_a_batch(spark):
-    events = sources.valid_records(
+    events = parsing.valid_records(
         parsed_batch(spark, FIRST_BATCH + SECOND_BATCH), ECOMMERCE_EVENT_SCHEMA
     )
 

@@ -13,7 +13,7 @@ import pytest
 from delta.tables import DeltaTable
 from pyspark.sql import Row
 
-from common import sources
+from common import parsing
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 from conftest import at, load_lesson, run_script, shop_event
 from infra.files import json_lines, write_atomically
@@ -59,8 +59,8 @@ BROKEN_LINE = '{"event_id": "EVT-000099", "user_id": '
 
 def parsed_files(spark, folder):
     """The lesson's reader, one file per micro-batch."""
-    return sources.parse_json(
-        sources.read_json_lines(spark, folder, max_files_per_trigger=1), ECOMMERCE_EVENT_SCHEMA
+    return parsing.parse_json(
+        parsing.read_json_lines(spark, folder, max_files_per_trigger=1), ECOMMERCE_EVENT_SCHEMA
     )
 
 

@@ -14,8 +14,8 @@ import pytest
 from pyspark.sql import Row
 from pyspark.sql.types import StringType, StructField, StructType
 
+from common.parsing import parse_json, quarantined, valid_records
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
-from common.sources import parse_json, quarantined, valid_records
 from conftest import at, load_lesson, shop_event
 from teaching.microbatch import collect_batches, stream_batches, write_batches
 

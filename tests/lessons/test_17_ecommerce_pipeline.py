@@ -18,7 +18,7 @@ import lesson17_alerts as alerts
 import lesson17_dashboard as dashboard
 import pytest
 
-from common import config, sources
+from common import config, parsing
 from common.timestamps import iso, parse_iso
 from conftest import load_lesson, run_script, shop_event
 from data_generators.generate_ecommerce_events import make_ecommerce_events
@@ -63,7 +63,7 @@ def run(spark, tmp_path_factory):
             json_lines(part) + ("\n".join(BAD_LINES) + "\n" if number == 1 else ""),
         )
     parsed = lesson.parse_events(
-        sources.read_json_lines(spark, root / "in", max_files_per_trigger=1)
+        parsing.read_json_lines(spark, root / "in", max_files_per_trigger=1)
     )
     started = []
 
@@ -197,7 +197,7 @@ def test_bad_lines_and_purchases_without_price_category_or_quantity_are_quaranti
     spark, run
 ):
     root, *_ = run
-    assert sources.quarantine_counts(spark, root / "out" / "quarantine") == [
+    assert parsing.quarantine_counts(spark, root / "out" / "quarantine") == [
         ("missing category in a purchase", 1),
         ("missing price in a purchase", 1),
         ("missing quantity in a purchase", 1),

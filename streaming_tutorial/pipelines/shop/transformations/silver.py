@@ -7,7 +7,7 @@ parse: every bronze line lands in exactly one of the two.
 
 from pyspark import pipelines as dp
 
-from common import sources
+from common import parsing
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 
 spark = globals()["spark"]  # set by spark-pipelines
@@ -17,7 +17,7 @@ BRONZE_COLUMNS = ("value", "source_file")  # what bronze_events holds (bronze.py
 def parsed_lines():
     """The new bronze lines, each with its fields and a quarantine_reason (null for a good event)."""
     # The columns are named: asking a DataFrame for them analyses it, which a definition may not do.
-    return sources.parse_json(
+    return parsing.parse_json(
         spark.readStream.table("bronze_events"), ECOMMERCE_EVENT_SCHEMA, columns=BRONZE_COLUMNS
     )
 
@@ -26,9 +26,9 @@ def parsed_lines():
     comment="Good shop events: the ECOMMERCE_EVENT_SCHEMA columns and the file each came from"
 )
 def silver_events():
-    return sources.valid_records(parsed_lines(), ECOMMERCE_EVENT_SCHEMA, "source_file")
+    return parsing.valid_records(parsed_lines(), ECOMMERCE_EVENT_SCHEMA, "source_file")
 
 
 @dp.table(comment="Lines that are no usable event, kept whole with the reason")
 def silver_quarantine():
-    return sources.quarantined(parsed_lines(), "source_file")
+    return parsing.quarantined(parsed_lines(), "source_file")

@@ -1,5 +1,4 @@
-"""The course's sources, each written once: JSON lines from files or Kafka, parsed with a
-quarantine reason, and the product catalogue.
+"""JSON records parsed with a quarantine reason: lesson 03 teaches it, later lessons reuse it.
 
 Every streaming source of JSON reads *text* first and parses it with ``from_json``:
 a line that cannot be used is never lost and never stops the query. It keeps its raw

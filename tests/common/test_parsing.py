@@ -1,11 +1,11 @@
-"""common.sources: every JSON record is either a good row or quarantined with its reason."""
+"""common.parsing: every JSON record is either a good row or quarantined with its reason."""
 
 from __future__ import annotations
 
 import pytest
 from pyspark.sql.types import DoubleType, StringType, StructField, StructType, TimestampType
 
-from common.sources import (
+from common.parsing import (
     parse_json,
     quarantine_counts,
     quarantine_summary,
