@@ -5,10 +5,10 @@
 
 Needs only Python 3.11+ and Java 17+, on Linux or macOS; on Windows, inside WSL2 (the
 README says how). The first run creates ``.venv/`` next to this file and installs the
-pinned requirements into it (a few minutes, once), then trains the JVM's class archive (a
-minute, once); later runs reuse both. Spark's connector jars (Kafka, Delta Lake, SQLite
-JDBC) and the local Kafka broker's jars come from Maven Central on first use and are
-cached.
+pinned requirements into it (a few minutes, once); later runs reuse it. The JVM's class
+archive (a minute, once) is trained after the tour and before the tests, never before a
+lesson. Spark's connector jars (Kafka, Delta Lake, SQLite JDBC) and the local Kafka broker's
+jars come from Maven Central on first use and are cached.
 
 Other commands:
     python course.py install   # only create .venv and install requirements
@@ -113,11 +113,18 @@ def ensure_environment() -> Path:
                 "else needs cleaning up."
             )
         STAMP.write_text(wanted)
-    # Once per Java + pyspark pair: a Spark run whose JVM keeps the classes it loaded in an
-    # archive that every later lesson maps instead of loading them again (about a third less
-    # CPU for a Delta lesson on 2 cores; infra/class_archive.py). Quick when already done.
-    subprocess.run([str(python), "-m", "infra.class_archive"], cwd=LESSONS_DIR)
     return python
+
+
+def train_class_archive(python: Path) -> None:
+    """Once per Java + pyspark pair: a Spark run whose JVM keeps the classes it loaded in an
+    archive that later sessions map instead of loading them again (about a third less CPU for a
+    Delta lesson on 2 cores; tools/class_archive.py). Quick when already done.
+
+    It takes about a minute, so it runs where it pays: before the test suite, and after the
+    tour. A lesson never waits for it; one that starts before it exists loads its classes as usual.
+    """
+    subprocess.run([str(python), "-m", "tools.class_archive"], cwd=ROOT)
 
 
 def lesson_scripts() -> list[Path]:
@@ -358,11 +365,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Ready: activate with 'source {VENV_DIR.name}/bin/activate'.")
         return 0
     if args.command == "tour":
-        return run_tour(python, args.first, args.last, again=args.again)
+        code = run_tour(python, args.first, args.last, again=args.again)
+        if code != 130:  # not after Ctrl-C
+            train_class_archive(python)
+        return code
     if args.command == "cluster":
-        return subprocess.run(
-            [str(python), "-m", "infra.cluster", *extra], cwd=LESSONS_DIR
-        ).returncode
+        return subprocess.run([str(python), "-m", "tools.cluster", *extra], cwd=ROOT).returncode
+    train_class_archive(python)
     return subprocess.run([str(python), "-m", "pytest", *extra], cwd=ROOT).returncode
 
 

@@ -106,7 +106,7 @@ def run_side(master: str, samples: int, home: Path, partitions: int | None = Non
 
 
 def cluster_cli(*args: str, home: Path) -> str:
-    from infra import cluster
+    from tools import cluster
 
     result = cluster.run_cli(*args, home=home)
     if result.returncode != 0:

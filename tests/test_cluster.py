@@ -1,7 +1,7 @@
 """The same lessons on a real Spark standalone cluster: started, used by a stateful lesson and by a
 Kafka lesson through spark-submit, and stopped with nothing left behind.
 
-The cluster runs from the CLI a learner uses (python -m infra.cluster, which course.py calls), on
+The cluster runs from the CLI a learner uses (python -m tools.cluster, which course.py calls), on
 loopback and free ports, with its files in a temporary course home. These runs are also the smoke
 runs of lessons 08 and 12 (a local run of each would repeat what they check).
 """
@@ -18,7 +18,7 @@ import pytest
 
 from common import config, session
 from conftest import ROOT, free_port, load_lesson, run_script, silent_listener
-from infra import cluster as standalone
+from tools import cluster as standalone
 from infra.kafka import end_offsets, ensure_topics
 from infra.processes import group_members
 
@@ -33,7 +33,7 @@ cluster_cli = standalone.run_cli
 
 
 def master_json(cluster: dict) -> dict:
-    """The master's own view (infra.cluster.master_state), which must answer."""
+    """The master's own view (tools.cluster.master_state), which must answer."""
     state = standalone.master_state(cluster["spec"], timeout=10)
     assert state is not None, f"the master's UI at {cluster['ui']} does not answer"
     return state

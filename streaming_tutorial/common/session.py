@@ -22,7 +22,7 @@ from urllib.parse import urlparse
 
 from common import paths
 from common.config import SCALA_BINARY
-from infra import class_archive
+from infra import jvm
 from infra.environment import require_java
 from infra.errors import CourseError
 
@@ -218,7 +218,8 @@ def get_spark(
     if submitted is None:
         # The driver's JVM starts with the session; under spark-submit it already runs
         # (give spark-submit --driver-java-options instead).
-        archive_options, pending_archive = class_archive.java_options()
+        # The class archive python course.py trained, if there is one yet (infra/jvm.py).
+        archive_options = jvm.class_archive_options()
         # A lesson's own JVM options (extra_conf) come after the course's, not instead of them.
         java_options = [
             *DRIVER_JAVA_OPTIONS,
@@ -228,8 +229,6 @@ def get_spark(
         builder = builder.config(
             "spark.driver.extraJavaOptions", " ".join(filter(None, java_options))
         )
-    else:
-        pending_archive = None
     if not local:
         # Executors are JVMs of their own on the workers: the same JIT/GC choices, and the same
         # quiet logging where they can read its file (a worker on this machine).
@@ -275,10 +274,6 @@ def get_spark(
     except Exception as error:  # py4j/JVM start-up failures have no narrower type
         raise CourseError(_startup_advice(error, packages or delta)) from error
     spark.sparkContext.setLogLevel("WARN")
-    if pending_archive is not None:
-        class_archive.record_writer(
-            pending_archive, spark._jvm.java.lang.ProcessHandle.current().pid()
-        )
     if packages and not jars and submitted is None:
         remember_jars(packages, spark.sparkContext.getConf().get("spark.jars", ""))
     if not local:

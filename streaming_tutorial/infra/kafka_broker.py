@@ -54,6 +54,7 @@ from infra.environment import java_executable, require_java
 from infra.errors import CourseError
 from infra.kafka import answers, check_reachable, configured_bootstrap
 from infra.kafka_security import security_for
+from infra.processes import alive
 
 KAFKA_VERSION = "4.4.0"
 # A folder of your choice for the broker's jars, instead of the user cache folder (the course
@@ -163,12 +164,8 @@ def running_pid(broker: LocalBroker) -> int | None:
 
 def _is_kafka_process(pid: int) -> bool:
     """Alive and really a Kafka broker (after a reboot the number may belong to anything)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not alive(pid):
         return False
-    except PermissionError:
-        pass
     try:
         command = (
             Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")

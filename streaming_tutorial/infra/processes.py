@@ -1,4 +1,4 @@
-"""The processes of a process group, read from /proc: who is still alive, and their CPU time.
+"""Processes the course started: is one alive, and a process group's members and CPU time.
 
 A lesson that kills or measures what it started (lesson 16's child, lesson 18's
 spark-pipelines commands) starts it in a process group of its own and asks::
@@ -16,6 +16,17 @@ from pathlib import Path
 from typing import Iterator
 
 PROC = Path("/proc")
+
+
+def alive(pid: int) -> bool:
+    """True while process ``pid`` exists (someone else's counts too: signal 0 is refused)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from typing import Callable, Iterator, Sequence
 
 from common import paths, storage
 from infra.errors import CourseError
+from infra.processes import alive
 
 STOP_TIMEOUT_SECONDS = 5
 SERVER_START_SECONDS = (
@@ -52,16 +53,6 @@ def log_file(name: str) -> Path:
     return paths.RUNTIME_DIR / f"{name}.log"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def is_running(name: str) -> bool:
     """True when a simulator called ``name`` has a live PID file."""
     path = pid_file(name)
@@ -69,7 +60,7 @@ def is_running(name: str) -> bool:
         pid = int(path.read_text().strip())
     except (OSError, ValueError):
         return False
-    return _alive(pid)
+    return alive(pid)
 
 
 def free_port(host: str = "127.0.0.1") -> int:

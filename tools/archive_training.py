@@ -1,4 +1,4 @@
-"""The workload that trains the driver JVM's class-data archive (see infra/class_archive.py).
+"""The workload that trains the driver JVM's class-data archive (see tools/class_archive.py).
 
 A JVM archives the classes it loaded, so the archive is only as good as the run that wrote
 it. Left to chance, that run is whatever started first (a lesson 00 loads half of what a
@@ -10,7 +10,7 @@ checkpointing, applyInPandasWithState and transformWithState, the state readers,
 JDBC and the Kafka source's planning. Measured on lesson 11 (2 cores): 34-37 CPU-seconds with
 an archive written by a small run, 24-25 with one written by a Delta run (docs/BENCHMARKS.md).
 
-    python -m infra.archive_training   # run by infra.class_archive.train(), not by hand
+    python -m tools.archive_training   # run by tools.class_archive.train(), not by hand
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from pyspark.sql.streaming import StatefulProcessor
 from pyspark.sql.streaming.state import GroupStateTimeout
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
+import tools  # noqa: F401  (puts streaming_tutorial/ on sys.path)
 from common import database, parsing, paths
 from common.session import get_spark
 from infra.files import json_lines, write_atomically

@@ -34,6 +34,7 @@ import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import tools  # noqa: F401  (puts streaming_tutorial/ on sys.path)
 from common import paths
 from common.session import LOG4J_CONFIG
 from infra import processes
@@ -335,14 +336,14 @@ def _stop_group(pgid: int, timeout: float) -> None:
 
 
 def run_cli(*args: str, home: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-    """``python -m infra.cluster ARGS`` for the course home ``home``, as course.py runs it.
+    """``python -m tools.cluster ARGS`` for the course home ``home``, as course.py runs it.
 
     A process of its own: the course's folders are fixed when common.paths is imported, and the
     tests and benchmarks keep their clusters out of the learner's ``.runtime/``.
     """
     return subprocess.run(
-        [sys.executable, "-m", "infra.cluster", *args],
-        cwd=paths.LESSONS_DIR,
+        [sys.executable, "-m", "tools.cluster", *args],
+        cwd=paths.PROJECT_ROOT,
         env={**os.environ, "STREAMING_COURSE_HOME": str(home)},
         capture_output=True,
         text=True,
