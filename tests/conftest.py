@@ -209,7 +209,8 @@ def kafka_bootstrap(kafka_test_broker):
         yield bootstrap
         return
     os.environ[KAFKA_BOOTSTRAP_ENV] = kafka_test_broker.bootstrap
-    # The learner's KAFKA_SECURITY_/SASL_/SSL_/OPTION_ variables describe their cluster, not this plaintext broker.
+    # The learner's KAFKA_SECURITY_/SASL_/SSL_/OPTION_ variables describe their cluster, not this
+    # plaintext broker.
     hidden = {name: os.environ.pop(name) for name in set_variables(os.environ)}
     try:
         yield kafka_test_broker.bootstrap
@@ -262,7 +263,8 @@ def kafka_report_header() -> str:
     return "kafka: the tests start a broker of their own (free ports, data in the run's temporary folder)"
 
 
-# --- Two workers, one Spark session ----------------------------------------------------------------
+# --- Two workers, one Spark session
+# ----------------------------------------------------------------
 #
 # pytest.ini runs the suite on two pytest-xdist workers with --dist loadgroup. Every test that
 # uses the in-process Spark session or the test broker is put in one group, so one worker
@@ -319,7 +321,8 @@ def pytest_report_header(config):
     return [kafka_report_header()]
 
 
-# --- The learner's files: the test run must leave them as they were --------------------------------
+# --- The learner's files: the test run must leave them as they were
+# --------------------------------
 #
 # The learner's data/, checkpoints/, output/ and .runtime/ (and the topics of a broker they
 # run) are listed before the run and again after the last fixture has been torn down; any
@@ -327,7 +330,8 @@ def pytest_report_header(config):
 # before collection, so a lesson that wrote files on import would be caught too.
 
 LEARNER_FOLDERS = ("data", "checkpoints", "output", ".runtime")
-# The project root; tests/common/test_isolation.py points an inner run at a copy to show the check fails.
+# The project root; tests/common/test_isolation.py points an inner run at a copy to show the check
+# fails.
 LEARNER_ROOT = Path(os.environ.get("STREAMING_COURSE_TESTS_LEARNER_ROOT") or ROOT)
 LEARNER_SNAPSHOT = pytest.StashKey[dict]()
 LEARNER_CHANGES = pytest.StashKey[list]()

@@ -45,7 +45,8 @@ KEYS = [
 ]
 
 
-# --- the statistics ----------------------------------------------------------------------------------
+# --- the statistics
+# ----------------------------------------------------------------------------------
 
 
 def test_stats_are_the_median_the_extremes_and_nearest_rank_percentiles():
@@ -114,7 +115,8 @@ def test_the_plots_read_their_points_from_the_figures():
         "hdfs": [(10_000, 210.0)],
         "rocksdb": [(10_000, 200.0), (1_000_000, 500.0)],
     }
-    # A --quick run stops at 100k keys: its "1m" size is drawn where it was, or left out if repeated.
+    # A --quick run stops at 100k keys: its "1m" size is drawn where it was, or left out if
+    # repeated.
     quick = {
         "state_store_hdfs_10k_batch_ms": 1.0,
         "state_store_hdfs_100k_batch_ms": 2.0,
@@ -125,7 +127,8 @@ def test_the_plots_read_their_points_from_the_figures():
     assert state_points(quick) == {"hdfs": [(10_000, 1.0), (100_000, 2.0)]}
 
 
-# --- one tiny run, as a learner runs it ----------------------------------------------------------------
+# --- one tiny run, as a learner runs it
+# ----------------------------------------------------------------
 
 
 @pytest.mark.kafka

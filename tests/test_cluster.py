@@ -95,7 +95,8 @@ def test_a_stateful_lesson_runs_on_the_cluster_with_the_same_results(cluster, co
     assert result.returncode == 0, result.stderr[-3000:]
     out = " ".join(result.stdout.split())
     assert "grouped.mapGroupsWithState exists in PySpark: False" in out
-    # The five sample files, one per micro-batch, then the batch the watermark adds: what a local run prints.
+    # The five sample files, one per micro-batch, then the batch the watermark adds: what a local
+    # run prints.
     assert (
         "After 6 micro-batches the state store keeps 14 open users; 13 were closed by the timeout"
         in out
@@ -140,7 +141,8 @@ def test_a_kafka_lesson_runs_through_spark_submit_on_the_cluster(
         cluster["url"],
         "--packages",
         PACKAGES,
-        # The driver's JVM runs before the lesson's Python: the course's JVM options go here (README).
+        # The driver's JVM runs before the lesson's Python: the course's JVM options go here
+        # (README).
         "--driver-java-options",
         " ".join(session.DRIVER_JAVA_OPTIONS),
         str(ROOT / "streaming_tutorial/08_kafka_streaming.py"),
@@ -176,7 +178,8 @@ def test_a_kafka_lesson_runs_through_spark_submit_on_the_cluster(
     assert (
         f"'{config.TOPIC_QUARANTINE}': 3 records" in out and out.count("|not a JSON object|") == 3
     )
-    # spark-submit resolved the connector (its --packages); the lesson's session did not resolve it again.
+    # spark-submit resolved the connector (its --packages); the lesson's session did not resolve it
+    # again.
     assert result.stderr.count(":: resolving dependencies ::") == 1
     assert any(app["name"] == "08_kafka_streaming" for app in master_json(cluster)["completedapps"])
 
@@ -193,7 +196,8 @@ def test_stop_leaves_no_process_behind(cluster):
     assert "is not running" in cluster_cli("status", home=cluster["home"]).stdout
 
 
-# --- what a session does differently on a cluster: pure functions, no JVM --------------------------
+# --- what a session does differently on a cluster: pure functions, no JVM
+# --------------------------
 
 
 @pytest.mark.parametrize(

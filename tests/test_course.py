@@ -163,7 +163,8 @@ def test_the_crash_lane_runs_only_when_an_m_expression_names_it():
     assert marked == ["test_broker_outage.py", "test_kill_cycles.py"]
     lane = collected("-m", "crash")
     assert sorted(test.split("::")[0].rsplit("/", 1)[-1] for test in lane) == marked
-    # The default run, and an -m of the learner's own (which replaces pytest.ini's), leave the lane out.
+    # The default run, and an -m of the learner's own (which replaces pytest.ini's), leave the lane
+    # out.
     for args in ((), ("-m", "not smoke")):
         selected = collected(*args)
         assert selected and not set(selected) & set(lane), args

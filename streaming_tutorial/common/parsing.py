@@ -136,7 +136,8 @@ def parse_json(
     name are ignored. A byte-order mark at the start of the text is not content: it is
     skipped (the file source already skips one at the start of a file; a Kafka value keeps it).
     """
-    # The rows carry plain columns: a field's metadata (its range) is read by quarantine_reason only.
+    # The rows carry plain columns: a field's metadata (its range) is read by quarantine_reason
+    # only.
     fields = [StructField(field.name, field.dataType) for field in schema.fields]
     with_corrupt = StructType(fields + [StructField(CORRUPT_COLUMN, StringType())])
     options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_COLUMN}
@@ -167,9 +168,9 @@ def quarantine_reason(schema: StructType, text: str = "value") -> Column:
     Needs the columns ``parse_json`` adds; the reason texts are shown to learners.
     """
     line, json_text = F.col(text), F.col(JSON_COLUMN)
-    # One JSON object: it starts with {, and [ + line + ] is an array of exactly one value. (A cut-off
-    # line, plain text or a list fails; so does a second record or any text after the first, which
-    # from_json would silently drop.)
+    # One JSON object: it starts with {, and [ + line + ] is an array of exactly one value. (A
+    # cut-off line, plain text or a list fails; so does a second record or any text after the first,
+    # which from_json would silently drop.)
     one_object = json_text.rlike(r"^\s*\{") & (
         F.json_array_length(F.concat(F.lit("["), json_text, F.lit("]"))) == 1
     )

@@ -161,12 +161,14 @@ CONNECTORS = {
     "it with get_spark(..., delta=True)",
 }
 
-# Spark's "Failed to find data source: <name>": its own class for Kafka, the general one for the rest.
+# Spark's "Failed to find data source: <name>": its own class for Kafka, the general one for the
+# rest.
 MISSING_CONNECTOR = ("_LEGACY_ERROR_TEMP_1140", "DATA_SOURCE_NOT_FOUND")
 
 # '[CLASS] message' or '[CLASS.SUBCLASS] message', as Spark 4 starts its error messages.
 LEADING_CLASS = re.compile(r"\[([A-Z_][A-Z0-9_]*)(?:\.[A-Z0-9_]+)*\]")
-# A query that failed wraps the real error: '[STREAM_FAILED] Query [...] terminated with exception: <message>'.
+# A query that failed wraps the real error: '[STREAM_FAILED] Query [...] terminated with exception:
+# <message>'.
 STREAM_FAILED = "STREAM_FAILED"
 WRAPPED = "terminated with exception: "
 
@@ -221,7 +223,8 @@ FOLDER_ADVICE_END = (
     " Then run the lesson again: it goes on from its checkpoint, after the last micro-batch it "
     "completed, so nothing is lost."
 )
-# How to write elsewhere (also in environment.folder_problem): --checkpoint-dir moves only the checkpoints.
+# How to write elsewhere (also in environment.folder_problem): --checkpoint-dir moves only the
+# checkpoints.
 OTHER_FOLDER = (
     "give the lesson a folder you can write with --checkpoint-dir DIR (its queries then start from the "
     "beginning there), or set STREAMING_COURSE_HOME=DIR to keep all of the course's data, checkpoints "
@@ -278,7 +281,8 @@ def error_chain(error: BaseException) -> Iterator[BaseException]:
             continue
         seen.add(id(current))
         yield current
-        # pyspark keeps the JVM error's cause (converted) in _cause; 'raise ... from' sets __cause__.
+        # pyspark keeps the JVM error's cause (converted) in _cause; 'raise ... from' sets
+        # __cause__.
         for wrapped in (getattr(current, "_cause", None), current.__cause__):
             if isinstance(wrapped, BaseException):
                 pending.append(wrapped)

@@ -88,14 +88,15 @@ def named_spark_options(bootstrap: str, security: Security) -> dict[str, str]:
     if security.protocol:
         options["kafka.security.protocol"] = security.protocol
     if security.mechanism:
-        # Kafka's dynamic JAAS setting: the login travels with the query's options to every executor,
-        # no JAAS file on any machine. Spark redacts it in its logs.
+        # Kafka's dynamic JAAS setting: the login travels with the query's options to every
+        # executor, no JAAS file on any machine. Spark redacts it in its logs.
         options["kafka.sasl.mechanism"] = security.mechanism
         options["kafka.sasl.jaas.config"] = jaas_config(
             security.mechanism, security.username, security.password
         )
     if security.ca_location:
-        # PEM trust stores (Kafka clients 2.7+) take the same file the Python clients use: no keytool.
+        # PEM trust stores (Kafka clients 2.7+) take the same file the Python clients use: no
+        # keytool.
         options["kafka.ssl.truststore.type"] = "PEM"
         options["kafka.ssl.truststore.location"] = security.ca_location
     return options

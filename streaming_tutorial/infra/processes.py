@@ -56,7 +56,8 @@ def group_stats(pgid: int) -> Iterator[ProcessStat]:
             stat = (entry / "stat").read_text()
         except OSError:  # ended meanwhile
             continue
-        # "pid (name) state ppid pgrp ...": the name may hold spaces and parentheses, so split after the last ")".
+        # "pid (name) state ppid pgrp ...": the name may hold spaces and parentheses, so split after
+        # the last ")".
         fields = stat[stat.rindex(")") + 2 :].split()
         if fields[0] != "Z" and int(fields[2]) == pgid:  # utime and stime: fields 14 and 15 of stat
             yield ProcessStat(

@@ -51,7 +51,8 @@ def test_show_refusal_shows_sparks_reason_when_a_started_query_dies(spark, capsy
         "  [STREAMING_REAL_TIME_MODE.INPUT_STREAM_NOT_SUPPORTED]"
     )  # not "[STREAM_FAILED] Query [id"
     assert message.startswith("[STREAM_FAILED]")
-    # The JVM's log was off while the query died (its stack traces), and is back at the course's level.
+    # The JVM's log was off while the query died (its stack traces), and is back at the course's
+    # level.
     assert str(spark._jvm.org.apache.logging.log4j.LogManager.getRootLogger().getLevel()) == "WARN"
 
 

@@ -18,7 +18,8 @@ import pytest
 
 from infra.errors import ADVICE, CHECKPOINT_MISMATCH, CourseError, explain
 
-# Delta Lake's classes live in the delta-spark jar, which Spark fetches on first use (not in the venv).
+# Delta Lake's classes live in the delta-spark jar, which Spark fetches on first use (not in the
+# venv).
 DELTA_CLASSES = {name for name in ADVICE if name.startswith("DELTA_") or "_DELTA_" in name}
 
 

@@ -33,7 +33,8 @@ from infra.kafka import (
 BASE = datetime(2025, 1, 15, 10, 30, tzinfo=timezone.utc)
 BASE_TEXT = "2025-01-15T10:30:00Z"
 HOST = config.LOCAL_KAFKA_HOST
-# kafka-python 3.0 loads its protocol schemas with importlib.resources calls that Python 3.11 deprecates.
+# kafka-python 3.0 loads its protocol schemas with importlib.resources calls that Python 3.11
+# deprecates.
 pytestmark = [
     pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
     pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
@@ -163,7 +164,8 @@ def test_producer_without_a_broker_says_what_to_do_instead_of_hanging(course_hom
     assert "Traceback" not in result.stderr
 
 
-# --- reaching a broker ------------------------------------------------------------------------------
+# --- reaching a broker
+# ------------------------------------------------------------------------------
 
 
 def test_check_reachable_on_a_closed_port_says_how_to_start_a_broker():
@@ -295,7 +297,8 @@ def test_a_topic_recreated_under_a_checkpoint_fails_with_data_loss_and_gets_the_
     assert "Run the lesson again with --reset" in explain_failure(failure.value)
 
 
-# --- one client module, one place for addresses -----------------------------------------------------
+# --- one client module, one place for addresses
+# -----------------------------------------------------
 
 
 def test_the_client_module_never_imports_the_broker_module():

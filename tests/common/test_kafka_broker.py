@@ -17,7 +17,8 @@ from infra.kafka import answers, end_offsets
 from infra.kafka_broker import kafka_for_lesson
 
 HOST = config.LOCAL_KAFKA_HOST
-# kafka-python 3.0 loads its protocol schemas with importlib.resources calls that Python 3.11 deprecates.
+# kafka-python 3.0 loads its protocol schemas with importlib.resources calls that Python 3.11
+# deprecates.
 pytestmark = [
     pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
     pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
@@ -118,7 +119,8 @@ def test_the_test_runs_broker_keeps_its_files_in_the_runs_temporary_folder(
     assert own_broker.port != config.DEFAULT_LOCAL_KAFKA_PORT
 
 
-# --- local_kafka.py ---------------------------------------------------------------------------------
+# --- local_kafka.py
+# ---------------------------------------------------------------------------------
 
 
 @pytest.mark.kafka
@@ -191,7 +193,8 @@ def test_local_kafka_start_explains_a_port_held_by_another_program(course_home):
 
 @pytest.mark.smoke
 def test_local_kafka_start_explains_a_failed_download(course_home, tmp_path):
-    # An empty jar folder, an empty Ivy cache (another user.home) and a proxy that refuses: the jars cannot come.
+    # An empty jar folder, an empty Ivy cache (another user.home) and a proxy that refuses: the jars
+    # cannot come.
     java_options = (
         f"-Duser.home={tmp_path / 'empty-home'} -Dhttps.proxyHost={HOST} -Dhttps.proxyPort=1 "
         f"-Dhttp.proxyHost={HOST} -Dhttp.proxyPort=1"

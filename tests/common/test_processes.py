@@ -33,7 +33,8 @@ def test_a_group_is_its_living_processes_and_none_once_they_are_killed():
     finally:
         os.killpg(leader.pid, signal.SIGKILL)
         leader.wait()
-    # The leader was waited for; its orphaned sleep was reaped by init: nothing of the group is left.
+    # The leader was waited for; its orphaned sleep was reaped by init: nothing of the group is
+    # left.
     for _ in range(100):
         if not group_members(leader.pid):
             break

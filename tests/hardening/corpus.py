@@ -184,7 +184,8 @@ def binary_gzip(seed: bytes) -> bytes:
     raise AssertionError("no gzip output without line ends")
 
 
-# --- The field rules of one schema: required fields, types, overflow, timestamps, ranges -----------
+# --- The field rules of one schema: required fields, types, overflow, timestamps, ranges
+# -----------
 
 
 def what_it_is_not(kind) -> str:

@@ -36,16 +36,19 @@ from common.parsing import (
 from infra.kafka import ensure_topics
 from infra.runner import finish, foreach_batch
 
-# kafka-python 3.0 loads its protocol schemas with importlib.resources calls that Python 3.11 deprecates.
+# kafka-python 3.0 loads its protocol schemas with importlib.resources calls that Python 3.11
+# deprecates.
 pytestmark = [
     pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
     pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
 ]
-# Room for the 5 MB line: a topic's default max.message.bytes (and a producer's max_request_size) is 1 MB.
+# Room for the 5 MB line: a topic's default max.message.bytes (and a producer's max_request_size) is
+# 1 MB.
 BIG_MESSAGES = 8 * 1024 * 1024
 
 
-# --- The corpus, in pure Python --------------------------------------------------------------------
+# --- The corpus, in pure Python
+# --------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("data", [TRANSACTIONS, SHOP_EVENTS], ids=lambda data: data.name)
@@ -92,7 +95,8 @@ def test_the_schemas_state_the_obvious_ranges():
     }
 
 
-# --- Every schema's field rules, on a static DataFrame ---------------------------------------------
+# --- Every schema's field rules, on a static DataFrame
+# ---------------------------------------------
 
 
 @pytest.mark.parametrize("data", EVERY_DATASET, ids=lambda data: data.name)
@@ -116,7 +120,8 @@ def test_every_schema_quarantines_by_its_own_rules(spark, data):
     }
 
 
-# --- The sources, streaming ------------------------------------------------------------------------
+# --- The sources, streaming
+# ------------------------------------------------------------------------
 
 
 def run_through_the_source(

@@ -33,7 +33,8 @@ from infra.runner import stop_between_batches
 TOPIC = "outage"
 PARTITIONS = 2
 PER_PHASE = 20  # messages produced in each phase
-# The long outage's query: Kafka's clients give up after 3 s instead of 60 s (and Spark retries at once).
+# The long outage's query: Kafka's clients give up after 3 s instead of 60 s (and Spark retries at
+# once).
 GIVE_UP_SOON = {
     "kafka.default.api.timeout.ms": "3000",
     "kafka.request.timeout.ms": "3000",
@@ -43,7 +44,8 @@ FAILURE_TIMEOUT_SECONDS = (
     120  # how long the long outage's query may take to fail (about 10 s when idle)
 )
 
-# kafka-python 3.0 loads its protocol schemas with importlib.resources calls that Python 3.11 deprecates.
+# kafka-python 3.0 loads its protocol schemas with importlib.resources calls that Python 3.11
+# deprecates.
 pytestmark = [
     pytest.mark.crash,
     pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),

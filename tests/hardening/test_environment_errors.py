@@ -38,7 +38,8 @@ from infra.errors import CHECKPOINT_MISMATCH, explain, folder_failure
 
 HOST = "127.0.0.1"
 TRACEBACK = "Traceback (most recent call last)"
-# kafka-python 3.0 loads its protocol schemas with importlib.resources calls that Python 3.11 deprecates.
+# kafka-python 3.0 loads its protocol schemas with importlib.resources calls that Python 3.11
+# deprecates.
 pytestmark = [
     pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
     pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
@@ -52,7 +53,8 @@ def advice_only(result: subprocess.CompletedProcess) -> str:
     return prose(result.stderr)
 
 
-# --- a busy port -----------------------------------------------------------------------------------
+# --- a busy port
+# -----------------------------------------------------------------------------------
 
 
 @pytest.mark.smoke
@@ -80,8 +82,9 @@ def test_a_kafka_port_held_by_another_program_is_named_before_any_jvm_starts(cou
 
 
 def test_the_socket_lesson_says_when_its_port_is_held_by_a_program_that_is_not_its_server(capsys):
-    # The socket server itself explains a busy port and exits 2 (tests/simulators/test_socket_server.py).
-    # The lesson reads from whatever listens (a learner's 'nc -lk' is fine) but says what it found.
+    # The socket server itself explains a busy port and exits 2
+    # (tests/simulators/test_socket_server.py). The lesson reads from whatever listens (a learner's
+    # 'nc -lk' is fine) but says what it found.
     with silent_listener() as port:
         with simulators.server_for_lesson(
             "socket-test-busy", "socket_server.py", ["--demo"], HOST, port
@@ -95,7 +98,8 @@ def test_the_socket_lesson_says_when_its_port_is_held_by_a_program_that_is_not_i
     assert f"lsof -i :{port}" in out and "--port N" in out
 
 
-# --- an unreachable broker -------------------------------------------------------------------------
+# --- an unreachable broker
+# -------------------------------------------------------------------------
 
 
 @pytest.mark.smoke
@@ -123,7 +127,8 @@ def _nothing_on(port: int):
     yield port
 
 
-# --- Java missing or too old -----------------------------------------------------------------------
+# --- Java missing or too old
+# -----------------------------------------------------------------------
 
 
 def fake_jdk(folder: Path, version_line: str) -> Path:
@@ -169,7 +174,8 @@ def test_a_lesson_without_a_suitable_java_says_how_to_get_one(course_home, tmp_p
         assert "apt install openjdk-17-jdk-headless" in message
 
 
-# --- a folder Spark cannot write: checked before the JVM starts ------------------------------------
+# --- a folder Spark cannot write: checked before the JVM starts
+# ------------------------------------
 
 
 def test_a_checkpoint_folder_under_a_file_is_refused_before_spark_starts(course_home, tmp_path):
@@ -244,7 +250,8 @@ def test_a_folder_another_user_owns_is_refused():
     folder = Path(
         tempfile.mkdtemp(prefix="course-not-yours-")
     )  # under /tmp, so 'nobody' can reach it
-    # The check's code, where 'nobody' can read it too: the clone may sit in a folder only root enters.
+    # The check's code, where 'nobody' can read it too: the clone may sit in a folder only root
+    # enters.
     code = Path(tempfile.mkdtemp(prefix="course-code-"))
     for package in ("common", "infra"):
         shutil.copytree(ROOT / "streaming_tutorial" / package, code / package)
@@ -288,7 +295,8 @@ def test_a_writable_folder_passes(tmp_path):
     )
 
 
-# --- a folder Spark cannot write: what Spark raises mid-run ----------------------------------------
+# --- a folder Spark cannot write: what Spark raises mid-run
+# ----------------------------------------
 
 
 class JavaError(Exception):
@@ -393,7 +401,8 @@ def test_spark_failing_to_write_a_folder_gets_advice_without_reset(error, openin
 
 
 def test_the_os_words_alone_are_not_enough():
-    # The exact texts count only after a Java or Hadoop exception name, or as Java's '/path (reason)'.
+    # The exact texts count only after a Java or Hadoop exception name, or as Java's '/path
+    # (reason)'.
     assert folder_failure(RuntimeError("my notes say: No space left on device")) is None
     assert explain(RuntimeError("Permission denied, said the user")) is None
 
@@ -425,7 +434,8 @@ def test_a_checkpoint_turned_read_only_mid_run_is_explained(spark, tmp_path):
     assert "it goes on from its checkpoint" in advice and "--reset" not in advice
 
 
-# --- an incompatible checkpoint --------------------------------------------------------------------
+# --- an incompatible checkpoint
+# --------------------------------------------------------------------
 
 
 def test_a_checkpoint_from_other_grouping_keys_is_answered_with_reset(spark, tmp_path):
@@ -461,14 +471,16 @@ def test_a_checkpoint_from_other_grouping_keys_is_answered_with_reset(spark, tmp
     assert "[STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE]" in advice.split("Spark said:")[1]
 
 
-# --- Ctrl-C during a micro-batch -------------------------------------------------------------------
+# --- Ctrl-C during a micro-batch
+# -------------------------------------------------------------------
 
 
 @pytest.mark.smoke
 def test_ctrl_c_during_a_batch_stops_cleanly_and_the_next_run_loses_nothing(course_home, tmp_path):
-    # Run 1: lesson 03 finds no files, so it starts its simulator and watches the folder, one file per
-    # micro-batch. Its batch function prints "Batch 0 · ..." while batch 0 runs (before the commit):
-    # then the terminal's Ctrl-C reaches the lesson's whole process group (the JVM ignores it).
+    # Run 1: lesson 03 finds no files, so it starts its simulator and watches the folder, one file
+    # per micro-batch. Its batch function prints "Batch 0 · ..." while batch 0 runs (before the
+    # commit): then the terminal's Ctrl-C reaches the lesson's whole process group (the JVM ignores
+    # it).
     lesson = str(ROOT / "streaming_tutorial/03_file_streaming.py")
     with open(tmp_path / "run1.err", "w+", encoding="utf-8") as errors:
         first = subprocess.Popen(
@@ -495,7 +507,8 @@ def test_ctrl_c_during_a_batch_stops_cleanly_and_the_next_run_loses_nothing(cour
     assert TRACEBACK not in err1 and "Batch 0 · " in out1
     assert "Rows parsed:" not in out1  # it stopped there, before the run's summary
 
-    # What the simulator wrote before the lesson stopped it (whole files only: it writes atomically).
+    # What the simulator wrote before the lesson stopped it (whole files only: it writes
+    # atomically).
     folder = course_home / "data" / "input_stream"
     files = sorted(path.name for path in folder.glob("*.json"))
     lines = [line for path in folder.glob("*.json") for line in path.read_text().splitlines()]
@@ -517,7 +530,8 @@ def test_ctrl_c_during_a_batch_stops_cleanly_and_the_next_run_loses_nothing(cour
     assert f"Read in this run: {len(files) - read_before} file(s)" in second.stdout
     assert "Old files read again: 0" in second.stdout
 
-    # Every file once over both runs (a batch cut short would repeat with its same file), every row counted.
+    # Every file once over both runs (a batch cut short would repeat with its same file), every row
+    # counted.
     batches = {}
     for out in (out1, second.stdout):
         for batch_id, name, parsed, bad in re.findall(

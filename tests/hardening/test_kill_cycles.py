@@ -140,8 +140,9 @@ def run_cycle(where, root: Path, cycle: int, kill: Kill) -> str:
         if kill.pause:
             label, point = kill.pause.split("@")
             marker = markers / crash.marker_name(point, kill.batch, label)
-            # A kill between the file source's log and the offsets log can make a later batch read two
-            # files: then the drawn batch never comes, and the child is killed idle instead of failing here.
+            # A kill between the file source's log and the offsets log can make a later batch read
+            # two files: then the drawn batch never comes, and the child is killed idle instead of
+            # failing here.
             child.wait_for(
                 lambda: marker.exists() or drained(where), f"{kill.pause} of batch {kill.batch}"
             )
@@ -226,7 +227,8 @@ def test_kill_cycles_at_random_points_lose_and_duplicate_nothing_in_delta_a_data
         raise
 
 
-# --- the plan and the idle check, without Spark (in the default run) -------------------------------
+# --- the plan and the idle check, without Spark (in the default run)
+# -------------------------------
 
 
 def test_a_seed_draws_the_same_kills_and_every_kind_in_the_first_cycles():

@@ -35,7 +35,8 @@ SIMULATORS = {
         "generate_ecommerce_events.py", "ecommerce_events", ["--count", "3"]
     ),
     "sensors": FileSimulator("generate_sensor_data.py", "sensor_readings", ["--count", "3"]),
-    # 3 batches of 20 impressions: a file of impressions each, and a file of clicks when there are some.
+    # 3 batches of 20 impressions: a file of impressions each, and a file of clicks when there are
+    # some.
     "ad_events": FileSimulator(
         "generate_ad_events.py", "ad_events", ["--count", "60", "--batch-size", "20"]
     ),
@@ -253,7 +254,8 @@ def test_the_watched_folder_only_ever_holds_complete_files(course_home):
     problems, checked = [], set()
     while True:
         finished = process.poll() is not None
-        # A file is checked when it first appears: that is when a non-atomic write shows half a file.
+        # A file is checked when it first appears: that is when a non-atomic write shows half a
+        # file.
         for path in sorted(folder.iterdir()):
             if path.name in checked:
                 continue
