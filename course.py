@@ -76,10 +76,10 @@ def platform_problem() -> str | None:
     return (
         "Native Windows is not supported: Spark needs Hadoop's winutils.exe there, and the course "
         "starts and stops its simulators and Kafka broker the POSIX way. Use WSL2 instead: in "
-        "PowerShell run 'wsl --install -d Ubuntu', open the Ubuntu terminal, install Python and Java "
-        "there ('sudo apt install python3 python3-venv openjdk-17-jdk-headless'), clone the course "
-        "into your Linux home folder (not under /mnt/c) and run 'python3 course.py tour' in it. "
-        "The README's 'Supported platforms' section has the details."
+        "PowerShell run 'wsl --install -d Ubuntu', open the Ubuntu terminal, install Python and "
+        "Java there ('sudo apt install python3 python3-venv openjdk-17-jdk-headless'), clone the "
+        "course into your Linux home folder (not under /mnt/c) and run 'python3 course.py tour' in "
+        "it. The README's 'Supported platforms' section has the details."
     )
 
 
@@ -99,7 +99,8 @@ def ensure_environment() -> Path:
     wanted = hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()
     if not STAMP.exists() or STAMP.read_text().strip() != wanted:
         print(
-            "Installing the pinned requirements (pyspark is large: the first time takes a few minutes) ...",
+            "Installing the pinned requirements (pyspark is large: the first time takes a few "
+            "minutes) ...",
             flush=True,
         )
         result = subprocess.run(
@@ -197,12 +198,13 @@ def port_taken_advice(port: int) -> str:
     holder = port_holder(port)
     who = f"{holder}, which" if holder else f"a program (find it with 'lsof -i :{port}') that"
     return (
-        f"Port {port} on {host}, where the Kafka lessons look for the course's broker, is held by {who} "
-        f"does not answer as a Kafka broker. The lessons cannot use it, and the course cannot start its own "
-        f"broker there. Stop that program and run the tour again; or give the course's broker another port: "
-        f"LOCAL_KAFKA_PORT={port + 10000} python course.py tour --from {FIRST_KAFKA_LESSON:02d} (the lessons "
-        f"and local_kafka.py read the same variable; keep it set when you run them). To use a Kafka cluster "
-        f"you already run, set {config.KAFKA_BOOTSTRAP_ENV}=host:port instead."
+        f"Port {port} on {host}, where the Kafka lessons look for the course's broker, is held by "
+        f"{who} does not answer as a Kafka broker. The lessons cannot use it, and the course "
+        f"cannot start its own broker there. Stop that program and run the tour again; or give the "
+        f"course's broker another port: LOCAL_KAFKA_PORT={port + 10000} python course.py tour "
+        f"--from {FIRST_KAFKA_LESSON:02d} (the lessons and local_kafka.py read the same variable; "
+        f"keep it set when you run them). To use a Kafka cluster you already run, set "
+        f"{config.KAFKA_BOOTSTRAP_ENV}=host:port instead."
     )
 
 
@@ -211,7 +213,8 @@ def kafka_for_tour(python: Path) -> bool:
     configured = os.environ.get(config.KAFKA_BOOTSTRAP_ENV, "").strip()
     if configured:
         print(
-            f"Lessons {FIRST_KAFKA_LESSON:02d}+ use the Kafka cluster in {config.KAFKA_BOOTSTRAP_ENV}={configured}."
+            f"Lessons {FIRST_KAFKA_LESSON:02d}+ use the Kafka cluster in "
+            f"{config.KAFKA_BOOTSTRAP_ENV}={configured}."
         )
         return False
     port = local_kafka_port()
@@ -220,7 +223,8 @@ def kafka_for_tour(python: Path) -> bool:
         # Something listens there: use it only if it really is Kafka.
         if kafka_answers(python, bootstrap):
             print(
-                f"A Kafka broker already answers at {bootstrap}: lessons {FIRST_KAFKA_LESSON:02d}+ use it."
+                f"A Kafka broker already answers at {bootstrap}: lessons {FIRST_KAFKA_LESSON:02d}+ "
+                f"use it."
             )
             return False
         raise StepFailed(port_taken_advice(port))

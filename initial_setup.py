@@ -105,7 +105,8 @@ def check_environment() -> bool:
     checks = run_checks()
     for check in checks:
         print(
-            f"  {'✓' if check.ok else '✗'} {check.name}: {check.detail if check.ok else 'NOT READY'}"
+            f"  {'✓' if check.ok else '✗'} {check.name}: "
+            f"{check.detail if check.ok else 'NOT READY'}"
         )
     for check in checks:
         if not check.ok:
@@ -136,7 +137,8 @@ def reset_state() -> None:
                     entry.unlink()
                 removed += 1
         print(
-            f"  emptied {paths.display(folder)}/ ({removed} item{'s' if removed != 1 else ''} removed)"
+            f"  emptied {paths.display(folder)}/ ({removed} item{'s' if removed != 1 else ''} "
+            f"removed)"
         )
 
 
@@ -181,8 +183,8 @@ def write_sample_data() -> dict[Path, list[Path]]:
     broken = TRANSACTIONS_PER_FILE // MALFORMED_EVERY
     late = generate_sensor_data.count_late(readings, base, SENSOR_DISORDER_SECONDS)
     notes = {
-        paths.TRANSACTIONS_DIR: f"{len(transactions) - broken} transactions + {broken} broken lines on purpose "
-        f"in {simulate_file_data.FILE_PREFIX}-{MALFORMED_FILE:04d}.json",
+        paths.TRANSACTIONS_DIR: f"{len(transactions) - broken} transactions + {broken} broken "
+        f"lines on purpose in {simulate_file_data.FILE_PREFIX}-{MALFORMED_FILE:04d}.json",
         paths.ECOMMERCE_DIR: f"{len(events)} events: "
         + ", ".join(
             f"{sum(event['event_type'] == kind for event in events)} {kind}"
@@ -193,7 +195,8 @@ def write_sample_data() -> dict[Path, list[Path]]:
     for folder, files in written.items():
         print(f"  wrote {len(files)} files to {paths.display(folder)}/ ({notes[folder]})")
     print(
-        "  Lessons remember which files they have read: run a lesson with --reset to read these again."
+        "  Lessons remember which files they have read: run a lesson with --reset to read these "
+        "again."
     )
     return written
 

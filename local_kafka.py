@@ -46,7 +46,8 @@ def main(argv: list[str] | None = None) -> int:
             process = kafka_broker.start(broker, timeout=args.timeout)
             if process is not None:
                 print(
-                    "It keeps running after this command ends; stop it with: python local_kafka.py stop"
+                    "It keeps running after this command ends; stop it with: python local_kafka.py "
+                    "stop"
                 )
                 if broker.port != config.LOCAL_KAFKA_PORT:
                     print(

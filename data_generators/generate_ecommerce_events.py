@@ -55,8 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     folder = args.output_dir.resolve()
 
     print(
-        f"Writing {args.count} file(s) of {args.events_per_file} shop events to {paths.display(folder)} "
-        f"every {args.interval:g} s (Ctrl-C stops).",
+        f"Writing {args.count} file(s) of {args.events_per_file} shop events to "
+        f"{paths.display(folder)} every {args.interval:g} s (Ctrl-C stops).",
         flush=True,
     )
     return run_file_simulator("ecommerce", folder, event_files(folder, args), args.interval)

@@ -86,8 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     folder = args.output_dir.resolve()
 
     print(
-        f"Writing {args.count} file(s) of {args.readings_per_file} readings from {args.sensors} sensors to "
-        f"{paths.display(folder)} every {args.interval:g} s (Ctrl-C stops).",
+        f"Writing {args.count} file(s) of {args.readings_per_file} readings from {args.sensors} "
+        f"sensors to {paths.display(folder)} every {args.interval:g} s (Ctrl-C stops).",
         flush=True,
     )
     return run_file_simulator("sensors", folder, reading_files(folder, args), args.interval)

@@ -133,8 +133,8 @@ def produce(
     kafka.ensure_topics(bootstrap, topics, partitions=args.partitions)
     pace = f"{rate:g} per second" if rate > 0 else "as fast as possible"
     print(
-        f"Sending {len(messages)} {args.kind} messages to {', '.join(topics)} at {bootstrap}, {pace} "
-        f"(first event time {base_time:%Y-%m-%dT%H:%M:%SZ}; Ctrl-C stops).",
+        f"Sending {len(messages)} {args.kind} messages to {', '.join(topics)} at {bootstrap}, "
+        f"{pace} (first event time {base_time:%Y-%m-%dT%H:%M:%SZ}; Ctrl-C stops).",
         flush=True,
     )
     deliveries = send_messages(bootstrap, messages, rate=rate, progress=show_progress)

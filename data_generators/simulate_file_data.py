@@ -67,8 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     folder = args.output_dir.resolve()
 
     print(
-        f"Writing {args.count} file(s) of {args.records_per_file} transactions to {paths.display(folder)} "
-        f"every {args.interval:g} s (Ctrl-C stops).",
+        f"Writing {args.count} file(s) of {args.records_per_file} transactions to "
+        f"{paths.display(folder)} every {args.interval:g} s (Ctrl-C stops).",
         flush=True,
     )
     return run_file_simulator(

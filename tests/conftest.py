@@ -442,7 +442,8 @@ def pytest_sessionfinish(session, exitstatus):
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if "seconds" in KAFKA_TEST_BROKER_STARTED:
         terminalreporter.write_line(
-            f"kafka: the test run's own broker started in {KAFKA_TEST_BROKER_STARTED['seconds']:.1f} s"
+            f"kafka: the test run's own broker started in "
+            f"{KAFKA_TEST_BROKER_STARTED['seconds']:.1f} s"
         )
     if config.stash.get(GROUPING_PROBLEM, None):
         terminalreporter.section(

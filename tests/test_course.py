@@ -419,8 +419,8 @@ def test_a_failed_second_run_stops_the_tour_and_says_how_to_resume(monkeypatch, 
         summary_line(output, "03_file_streaming"),
     )
     assert (
-        "03_file_streaming (its second run, without --reset) failed: read its message above, fix it, "
-        "then resume with 'python course.py tour --from 03 --again'."
+        "03_file_streaming (its second run, without --reset) failed: read its message above, fix "
+        "it, then resume with 'python course.py tour --from 03 --again'."
     ) in output
 
 

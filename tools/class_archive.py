@@ -133,7 +133,8 @@ def ensure_trained(say=print) -> None:
     if archive.exists() and trained_marker(archive).exists():
         return
     say(
-        "Writing the JVM's class archive from a training run, so that lessons start faster (once, about a minute) ..."
+        "Writing the JVM's class archive from a training run, so that lessons start faster (once, "
+        "about a minute) ..."
     )
     problem = train()
     if problem:

@@ -174,7 +174,8 @@ def _daemon_environment() -> dict[str, str]:
         **os.environ,
         "SPARK_HOME": str(spark_home()),
         "SPARK_DAEMON_MEMORY": DAEMON_MEMORY,
-        "SPARK_DAEMON_JAVA_OPTS": f"{DAEMON_JAVA_OPTIONS} -Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}",
+        "SPARK_DAEMON_JAVA_OPTS": f"{DAEMON_JAVA_OPTIONS} "
+        f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}",
         # Executors run Python with the driver's interpreter (the venv), as a lesson does locally.
         "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
     }
@@ -227,11 +228,11 @@ def start(
         from infra.simulators import free_port
 
         raise CourseError(
-            f"Port(s) {', '.join(map(str, busy))} on {HOST} are in use by another program, so the course's "
-            f"Spark cluster cannot listen there. Find it with 'lsof -i :{busy[0]}', or choose ports that "
-            f"are free now: python course.py cluster start --port {free_port(HOST)} --webui-port "
-            f"{free_port(HOST)} --worker-webui-port {free_port(HOST)}, and run the lessons with --master "
-            f"spark://{HOST}:<that port>."
+            f"Port(s) {', '.join(map(str, busy))} on {HOST} are in use by another program, so the "
+            f"course's Spark cluster cannot listen there. Find it with 'lsof -i :{busy[0]}', or "
+            f"choose ports that are free now: python course.py cluster start --port "
+            f"{free_port(HOST)} --webui-port {free_port(HOST)} --worker-webui-port "
+            f"{free_port(HOST)}, and run the lessons with --master spark://{HOST}:<that port>."
         )
     require_java()
     home().mkdir(parents=True, exist_ok=True)
@@ -251,8 +252,8 @@ def start(
         stop(say=lambda text: None)
         raise
     say(
-        f"Spark standalone cluster up in {time.monotonic() - started:.1f} s: 1 worker, {cluster.cores} cores, "
-        f"{cluster.memory}.\n{describe(cluster)}"
+        f"Spark standalone cluster up in {time.monotonic() - started:.1f} s: 1 worker, "
+        f"{cluster.cores} cores, {cluster.memory}.\n{describe(cluster)}"
     )
     return cluster
 
@@ -304,8 +305,9 @@ def status() -> str:
     workers = [worker for worker in state.get("workers", []) if worker.get("state") == "ALIVE"]
     apps = [app.get("name", "?") for app in state.get("activeapps", [])]
     return (
-        f"The course's Spark cluster is running: {len(workers)} worker(s), {alive_cores(state)} cores "
-        f"({state.get('coresused', 0)} in use), applications: {', '.join(apps) or 'none'}.\n{describe(cluster)}"
+        f"The course's Spark cluster is running: {len(workers)} worker(s), {alive_cores(state)} "
+        f"cores ({state.get('coresused', 0)} in use), applications: "
+        f"{', '.join(apps) or 'none'}.\n{describe(cluster)}"
     )
 
 
@@ -395,7 +397,8 @@ def main(argv: list[str] | None = None) -> int:
                 timeout=args.timeout,
             )
             print(
-                "It keeps running after this command ends; stop it with: python course.py cluster stop"
+                "It keeps running after this command ends; stop it with: python course.py cluster "
+                "stop"
             )
         elif args.command == "status":
             print(status())

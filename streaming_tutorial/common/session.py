@@ -120,7 +120,8 @@ def submitted_conf() -> dict[str, str] | None:
         return None
     from pyspark import SparkConf, SparkContext
 
-    SparkContext._ensure_initialized()  # connect to spark-submit's JVM, whose settings SparkConf reads
+    # connect to spark-submit's JVM, whose settings SparkConf reads
+    SparkContext._ensure_initialized()
     return dict(SparkConf().getAll())
 
 

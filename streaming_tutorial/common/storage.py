@@ -55,12 +55,14 @@ def require_local_input(what: str, folder: Path, *, advice: str = "") -> None:
 
 def local_input_advice(what: str, folder: Path, advice: str = "") -> str:
     return (
-        f"{what} writes its files into {paths.display(folder)} on this machine, but with the storage "
-        f"{paths.REMOTE_ROOT} Spark reads {paths.uri(folder)}, which those files never reach. "
+        f"{what} writes its files into {paths.display(folder)} on this machine, but with the "
+        f"storage {paths.REMOTE_ROOT} Spark reads {paths.uri(folder)}, which those files never "
+        f"reach. "
         + (
             advice
             or "Run this lesson with local storage (no --storage, or a local folder or a file:/// "
-            "mount), or use the Kafka lessons (08, 14, 17 --source kafka): their input goes through the broker."
+            "mount), or use the Kafka lessons (08, 14, 17 --source kafka): their input goes "
+            "through the broker."
         )
     )
 

@@ -195,14 +195,14 @@ def folder_problem(folder: Path, what: str) -> str | None:
     where = f"{what} {folder}"
     if not existing.is_dir():
         return (
-            f"The {where} cannot be created: {existing} is a file, not a folder. Move that file away, or "
-            f"{OTHER_FOLDER}."
+            f"The {where} cannot be created: {existing} is a file, not a folder. Move that file "
+            f"away, or {OTHER_FOLDER}."
         )
     if not os.access(existing, os.W_OK | os.X_OK):
         if _read_only(existing):
             return (
-                f"The {where} is on a read-only file system ({existing} is mounted read-only). Remount it "
-                f"read-write, or {OTHER_FOLDER}."
+                f"The {where} is on a read-only file system ({existing} is mounted read-only). "
+                f"Remount it read-write, or {OTHER_FOLDER}."
             )
         return (
             f"You may not write to {existing}, so Spark cannot write the {where}. Make it writable for your "

@@ -34,27 +34,29 @@ SPARK_LINE_WIDTH = 160
 
 # What --reset and a new --checkpoint-dir throw away, said in every advice that offers them.
 START_OVER = (
-    "To start over, run the lesson with --reset: it deletes this lesson's checkpoints and output (its "
-    "progress, its state such as running counts and open windows, and what it wrote), not its input, "
-    "which is then read again from the beginning. Or point --checkpoint-dir at a new, empty folder: the "
-    "query also starts from the beginning, and the old checkpoint and output stay, so old results may "
-    "be written again beside them."
+    "To start over, run the lesson with --reset: it deletes this lesson's checkpoints and output "
+    "(its progress, its state such as running counts and open windows, and what it wrote), not its "
+    "input, which is then read again from the beginning. Or point --checkpoint-dir at a new, empty "
+    "folder: the query also starts from the beginning, and the old checkpoint and output stay, so "
+    "old results may be written again beside them."
 )
 
 CHANGED_STATE = (
-    "The checkpoint holds state from an earlier version of this query, which has changed since: {what}, "
-    "so Spark cannot reuse that state. Undo the change to continue from the checkpoint, or start over. "
-    + START_OVER
+    "The checkpoint holds state from an earlier version of this query, which has changed since: "
+    "{what}, so Spark cannot reuse that state. Undo the change to continue from the checkpoint, or "
+    "start over. " + START_OVER
 )
 
 # Exact error class (the part before any '.SUBCLASS') -> advice.
 # A checkpoint that no longer fits the query: the only cases whose advice offers --reset.
 CHECKPOINT_MISMATCH = {
     "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE": CHANGED_STATE.format(
-        what="its grouping keys (the groupBy columns, the window, or the join or dropDuplicates keys) differ"
+        what="its grouping keys (the groupBy columns, the window, or the join or dropDuplicates "
+        "keys) differ"
     ),
     "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE": CHANGED_STATE.format(
-        what="what it keeps per key (its aggregations, or the state of applyInPandasWithState) differs"
+        what="what it keeps per key (its aggregations, or the state of applyInPandasWithState) "
+        "differs"
     ),
     "STATE_STORE_COLUMN_FAMILY_SCHEMA_INCOMPATIBLE": CHANGED_STATE.format(
         what="the schema of one of its state variables differs"
@@ -63,30 +65,30 @@ CHECKPOINT_MISMATCH = {
         what="the type of one of its state variables differs"
     ),
     "STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA": CHANGED_STATE.format(
-        what="a stateful operator (an aggregation, a join, dropDuplicates, a session window) was added, "
-        "removed or replaced"
+        what="a stateful operator (an aggregation, a join, dropDuplicates, a session window) was "
+        "added, removed or replaced"
     ),
     "STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY": (
-        "The query has a stateful operator (an aggregation, a join, dropDuplicates) but its checkpoint has "
-        "no state for it: either the query ran without that operator before, or files under state/ were "
-        "deleted. Undo the change, or restore the state files if you have them, or start over. "
-        + START_OVER
+        "The query has a stateful operator (an aggregation, a join, dropDuplicates) but its "
+        "checkpoint has no state for it: either the query ran without that operator before, or "
+        "files under state/ were deleted. Undo the change, or restore the state files if you have "
+        "them, or start over. " + START_OVER
     ),
     "STATE_STORE_INVALID_CONFIG_AFTER_RESTART": (
-        "A state store setting was changed between two runs of the same checkpoint, and Spark cannot "
-        "switch it for existing state. Set it back to the old value named in Spark's message to continue "
-        "from the checkpoint, or start over with the new value. " + START_OVER
+        "A state store setting was changed between two runs of the same checkpoint, and Spark "
+        "cannot switch it for existing state. Set it back to the old value named in Spark's "
+        "message to continue from the checkpoint, or start over with the new value. " + START_OVER
     ),
     "DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE": (
-        "The checkpoint remembers reading another Delta table than the one at this path now: the table "
-        "was deleted and created again (or the query now reads another table), so the positions stored "
-        "in the checkpoint mean nothing for it. Start over. " + START_OVER
+        "The checkpoint remembers reading another Delta table than the one at this path now: the "
+        "table was deleted and created again (or the query now reads another table), so the "
+        "positions stored in the checkpoint mean nothing for it. Start over. " + START_OVER
     ),
     "DELTA_SCHEMA_CHANGED": (
-        "The Delta table this stream reads changed its schema while the query was reading it. Run the "
-        "lesson again first: a restart picks up the new schema and usually goes on. Only if it fails the "
-        "same way on every run is the change incompatible with the checkpoint; then start over. "
-        + START_OVER
+        "The Delta table this stream reads changed its schema while the query was reading it. Run "
+        "the lesson again first: a restart picks up the new schema and usually goes on. Only if it "
+        "fails the same way on every run is the change incompatible with the checkpoint; then "
+        "start over. " + START_OVER
     ),
 }
 CHECKPOINT_MISMATCH["DELTA_SCHEMA_CHANGED_WITH_VERSION"] = CHECKPOINT_MISMATCH[
@@ -99,57 +101,60 @@ CHECKPOINT_MISMATCH["DELTA_SCHEMA_CHANGED_WITH_STARTING_OPTIONS"] = CHECKPOINT_M
 # Not the checkpoint's fault: nothing to delete.
 OTHER_FAILURES = {
     "_LEGACY_ERROR_TEMP_1299": (
-        "A query that writes to the memory sink in append or update mode cannot restart from a checkpoint "
-        "folder: the rows it collected lived in the driver's memory and ended with the previous run, so "
-        "Spark refuses to resume it. This is a bug in the query, not in your data: give a memory-sink "
-        "query no checkpointLocation (Spark then uses a temporary one, new on every run), or use complete "
-        "mode. If a lesson does this, the lesson needs that fix; other lessons' checkpoints are fine."
+        "A query that writes to the memory sink in append or update mode cannot restart from a "
+        "checkpoint folder: the rows it collected lived in the driver's memory and ended with the "
+        "previous run, so Spark refuses to resume it. This is a bug in the query, not in your "
+        "data: give a memory-sink query no checkpointLocation (Spark then uses a temporary one, "
+        "new on every run), or use complete mode. If a lesson does this, the lesson needs that "
+        "fix; other lessons' checkpoints are fine."
     ),
     "STATE_STORE_COMMIT_VALIDATION_FAILED": (
-        "A foreachBatch function returned without reading the whole micro-batch, so the query's state "
-        "was not saved for every partition. Make the function consume all of batch_df (write it, collect "
-        "it or count it; show() and limit() read only part of it) and let its exceptions propagate "
-        "instead of returning early. If it writes to Delta with txnAppId/txnVersion, Delta skips a replayed "
-        "batch id without reading the batch: call batch_df.persist().count() before the write. The "
-        "checkpoint is fine: run the lesson again after the fix."
+        "A foreachBatch function returned without reading the whole micro-batch, so the query's "
+        "state was not saved for every partition. Make the function consume all of batch_df (write "
+        "it, collect it or count it; show() and limit() read only part of it) and let its "
+        "exceptions propagate instead of returning early. If it writes to Delta with "
+        "txnAppId/txnVersion, Delta skips a replayed batch id without reading the batch: call "
+        "batch_df.persist().count() before the write. The checkpoint is fine: run the lesson again "
+        "after the fix."
     ),
     # A subclass, for the one case of a general class (UNSUPPORTED_FEATURE) we can say more about.
     "UNSUPPORTED_FEATURE.STORE_BACKEND_NOT_SUPPORTED_FOR_TWS": (
-        "transformWithState keeps its state only in the RocksDB state store, and this query ran on the "
-        "default one. Set spark.sql.streaming.stateStore.providerClass to "
-        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider before the query starts "
-        "(lesson 15 does), and give it a new checkpoint folder: the failed run already recorded the old "
-        "store in this checkpoint's first offsets file, which a restart there keeps using. It committed "
-        "no batch and wrote no state, so nothing is lost."
+        "transformWithState keeps its state only in the RocksDB state store, and this query ran on "
+        "the default one. Set spark.sql.streaming.stateStore.providerClass to "
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider before the query "
+        "starts (lesson 15 does), and give it a new checkpoint folder: the failed run already "
+        "recorded the old store in this checkpoint's first offsets file, which a restart there "
+        "keeps using. It committed no batch and wrote no state, so nothing is lost."
     ),
     "CONCURRENT_QUERY": (
-        "Another run of this query is already active. Stop the other run (another terminal, or the tour) "
-        "before you start this one; both would write the same checkpoint."
+        "Another run of this query is already active. Stop the other run (another terminal, or the "
+        "tour) before you start this one; both would write the same checkpoint."
     ),
     "CONCURRENT_STREAM_LOG_UPDATE": (
         "Two queries are writing to the same checkpoint at once: probably the same lesson runs in "
-        "another terminal, or two of your queries were given the same checkpointLocation. Stop the other "
-        "run, or give each query its own checkpoint folder, then run the lesson again."
+        "another terminal, or two of your queries were given the same checkpointLocation. Stop the "
+        "other run, or give each query its own checkpoint folder, then run the lesson again."
     ),
     "DELTA_CONCURRENT_TRANSACTION": (
-        "Two streaming queries with the same checkpoint wrote to this Delta table at the same time: "
-        "probably the same lesson runs in another terminal. Stop the other run, then run the lesson again."
+        "Two streaming queries with the same checkpoint wrote to this Delta table at the same "
+        "time: probably the same lesson runs in another terminal. Stop the other run, then run the "
+        "lesson again."
     ),
     "DELTA_SOURCE_TABLE_IGNORE_CHANGES": (
-        "The Delta table this stream reads had existing rows changed (an overwrite, a complete-mode "
-        "write, MERGE, UPDATE or DELETE), and a Delta streaming source follows appends only. Read it "
-        "with .option('skipChangeCommits', 'true') to skip such commits, or stream from a table that is "
-        "only appended to."
+        "The Delta table this stream reads had existing rows changed (an overwrite, a "
+        "complete-mode write, MERGE, UPDATE or DELETE), and a Delta streaming source follows "
+        "appends only. Read it with .option('skipChangeCommits', 'true') to skip such commits, or "
+        "stream from a table that is only appended to."
     ),
     "DELTA_SOURCE_IGNORE_DELETE": (
-        "Rows were deleted from the Delta table this stream reads, and a Delta streaming source follows "
-        "appends only. Read it with .option('skipChangeCommits', 'true') to skip such commits, or stream "
-        "from a table that is only appended to."
+        "Rows were deleted from the Delta table this stream reads, and a Delta streaming source "
+        "follows appends only. Read it with .option('skipChangeCommits', 'true') to skip such "
+        "commits, or stream from a table that is only appended to."
     ),
     "DELTA_METADATA_MISMATCH": (
-        "The query writes columns or partitioning that differ from the Delta table already at that path, "
-        "which an earlier version of the query created. To add new columns to the table, write with "
-        ".option('mergeSchema', 'true'); otherwise write to a new table path."
+        "The query writes columns or partitioning that differ from the Delta table already at that "
+        "path, which an earlier version of the query created. To add new columns to the table, "
+        "write with .option('mergeSchema', 'true'); otherwise write to a new table path."
     ),
 }
 ADVICE = {**CHECKPOINT_MISMATCH, **OTHER_FAILURES}
@@ -226,9 +231,9 @@ FOLDER_ADVICE_END = (
 # How to write elsewhere (also in environment.folder_problem): --checkpoint-dir moves only the
 # checkpoints.
 OTHER_FOLDER = (
-    "give the lesson a folder you can write with --checkpoint-dir DIR (its queries then start from the "
-    "beginning there), or set STREAMING_COURSE_HOME=DIR to keep all of the course's data, checkpoints "
-    "and output there"
+    "give the lesson a folder you can write with --checkpoint-dir DIR (its queries then start from "
+    "the beginning there), or set STREAMING_COURSE_HOME=DIR to keep all of the course's data, "
+    "checkpoints and output there"
 )
 
 
@@ -260,8 +265,8 @@ def folder_advice(reason: str, path: str | None) -> str:
         )
     if reason == READ_ONLY:
         return (
-            f"Spark could not write {where}: that file system is read-only (mounted read-only, or a "
-            f"read-only share or image). Remount it read-write, or {OTHER_FOLDER}."
+            f"Spark could not write {where}: that file system is read-only (mounted read-only, or "
+            f"a read-only share or image). Remount it read-write, or {OTHER_FOLDER}."
             + FOLDER_ADVICE_END
         )
     return (

@@ -127,9 +127,9 @@ class Status:
 
     def describe(self) -> str:
         where = (
-            f"  bootstrap servers: {self.broker.bootstrap} (controller on port {self.broker.controller_port})\n"
-            f"  data and logs:     {paths.display(self.broker.home)}\n"
-            f"  jars:              {self.broker.lib_dir}"
+            f"  bootstrap servers: {self.broker.bootstrap} (controller on port "
+            f"{self.broker.controller_port})\n  data and logs:     "
+            f"{paths.display(self.broker.home)}\n  jars:              {self.broker.lib_dir}"
         )
         if self.pid and self.answers:
             return f"The course's Kafka broker is running (PID {self.pid}).\n{where}"
@@ -137,8 +137,9 @@ class Status:
             return f"The course's Kafka broker process is alive (PID {self.pid}) but does not answer yet.\n{where}"
         if self.answers:
             return (
-                f"A Kafka broker answers at {self.broker.bootstrap}, but it was not started from this "
-                f"course folder (no {paths.display(self.broker.pid_file)}). Lessons will use it.\n{where}"
+                f"A Kafka broker answers at {self.broker.bootstrap}, but it was not started from "
+                f"this course folder (no {paths.display(self.broker.pid_file)}). Lessons will use "
+                f"it.\n{where}"
             )
         return f"The course's Kafka broker is not running. Start it with: python local_kafka.py start\n{where}"
 
@@ -255,11 +256,11 @@ def _check_ports_free(broker: LocalBroker) -> None:
         if port_open(broker.host, port):
             raise CourseError(
                 f"Port {port} on {broker.host} is already in use by a program that is not a Kafka "
-                f"broker, so the course's broker cannot use it as its {role} port. Find the program "
-                f"with 'lsof -i :{port}' (or 'ss -ltnp | grep {port}') and stop it, or give the broker "
-                f"other ports: {variable}={port + 10000} python local_kafka.py start (and set the same "
-                f"variable when you run the lessons). To use a broker you already run instead, set "
-                f"KAFKA_BOOTSTRAP_SERVERS=host:port."
+                f"broker, so the course's broker cannot use it as its {role} port. Find the "
+                f"program with 'lsof -i :{port}' (or 'ss -ltnp | grep {port}') and stop it, or "
+                f"give the broker other ports: {variable}={port + 10000} python local_kafka.py "
+                f"start (and set the same variable when you run the lessons). To use a broker you "
+                f"already run instead, set KAFKA_BOOTSTRAP_SERVERS=host:port."
             )
 
 
@@ -275,7 +276,8 @@ def _launch(broker: LocalBroker) -> subprocess.Popen:
         # 3-4 s instead of 4.5 s (docs/BENCHMARKS.md). A production broker keeps Kafka's.
         "-XX:+UseSerialGC",
         "-XX:TieredStopAtLevel=1",
-        "-XX:ReservedCodeCacheSize=240m",  # C1 alone reserves 48 MB; the broker runs through a whole tour
+        # C1 alone reserves 48 MB; the broker runs through a whole tour
+        "-XX:ReservedCodeCacheSize=240m",
         "-Djava.awt.headless=true",
         f"-Dkafka.logs.dir={broker.log_dir}",
         f"-Dlog4j2.configurationFile={broker.home / 'log4j2.properties'}",
@@ -346,12 +348,14 @@ def ivy_jar() -> Path:
         raise CourseError(
             "pyspark is not installed in this Python, and the local Kafka broker fetches its jars "
             "with the Ivy resolver that ships inside pyspark. Run this with the course's Python: "
-            "'.venv/bin/python local_kafka.py start' (run 'python course.py install' once to create it)."
+            "'.venv/bin/python local_kafka.py start' (run 'python course.py install' once to "
+            "create it)."
         )
     jars = sorted((Path(spec.origin).parent / "jars").glob("ivy-*.jar"))
     if not jars:
         raise CourseError(
-            f"No ivy-*.jar in {Path(spec.origin).parent / 'jars'}: reinstall pyspark (pip install -r requirements.txt)."
+            f"No ivy-*.jar in {Path(spec.origin).parent / 'jars'}: reinstall pyspark (pip install "
+            f"-r requirements.txt)."
         )
     return jars[-1]
 
@@ -439,7 +443,8 @@ def _fetch_jars(broker: LocalBroker, say: Say) -> None:
     jars = list(broker.lib_dir.glob("*.jar"))
     size = sum(jar.stat().st_size for jar in jars) / 1e6
     say(
-        f"Fetched {len(jars)} jars ({size:.0f} MB) in {time.monotonic() - started:.0f} s into {broker.lib_dir}."
+        f"Fetched {len(jars)} jars ({size:.0f} MB) in {time.monotonic() - started:.0f} s into "
+        f"{broker.lib_dir}."
     )
 
 
@@ -541,7 +546,8 @@ def format_storage(broker: LocalBroker, *, say: Say = _print) -> None:
     _write_config(broker)
     broker.data_dir.mkdir(parents=True, exist_ok=True)
     say(
-        f"Formatting the broker's storage in {paths.display(broker.data_dir)} (first start only) ..."
+        f"Formatting the broker's storage in {paths.display(broker.data_dir)} (first start only) "
+        f"..."
     )
     command = [
         java_executable() or "java",
@@ -638,7 +644,8 @@ def kafka_for_lesson(*, quiet: bool = False) -> Iterator[str]:
     if configured:
         check_reachable(configured)
         show(
-            f"Using the Kafka cluster in KAFKA_BOOTSTRAP_SERVERS: {configured}{security_for(configured).describe()}"
+            f"Using the Kafka cluster in KAFKA_BOOTSTRAP_SERVERS: "
+            f"{configured}{security_for(configured).describe()}"
         )
         yield configured
         return

@@ -150,8 +150,9 @@ def ignored_note(bootstrap: str, environ: Mapping[str, str]) -> str | None:
         return None
     if not configured:
         return (
-            f"Note: {', '.join(named)} {'is' if len(named) == 1 else 'are'} set but KAFKA_BOOTSTRAP_SERVERS "
-            f"is not: the course's own broker at {bootstrap} speaks plaintext, so they are not used."
+            f"Note: {', '.join(named)} {'is' if len(named) == 1 else 'are'} set but "
+            f"KAFKA_BOOTSTRAP_SERVERS is not: the course's own broker at {bootstrap} speaks "
+            f"plaintext, so they are not used."
         )
     return (
         f"Note: {', '.join(named)} describe the cluster in KAFKA_BOOTSTRAP_SERVERS ({configured}); "
@@ -184,8 +185,9 @@ def read_security(environ: Mapping[str, str]) -> Security:
     login = [name for name in (MECHANISM_ENV, USERNAME_ENV, PASSWORD_ENV) if value[name]]
     if login and not sasl:
         refuse(
-            f"{', '.join(login)} {'is' if len(login) == 1 else 'are'} set, so the cluster wants a SASL login, but "
-            f"{PROTOCOL_ENV} is {protocol or 'not set'}: set it to SASL_SSL (a managed cluster) or SASL_PLAINTEXT."
+            f"{', '.join(login)} {'is' if len(login) == 1 else 'are'} set, so the cluster wants a "
+            f"SASL login, but {PROTOCOL_ENV} is {protocol or 'not set'}: set it to SASL_SSL (a "
+            f"managed cluster) or SASL_PLAINTEXT."
         )
     if sasl and mechanism is None:
         refuse(
@@ -194,18 +196,21 @@ def read_security(environ: Mapping[str, str]) -> Security:
         )
     if mechanism is not None and mechanism not in LOGIN_MODULES:
         refuse(
-            f"{MECHANISM_ENV}={value[MECHANISM_ENV]} is not one the course can log in with: use one of "
-            f"{', '.join(LOGIN_MODULES)} (others, such as GSSAPI, reach Spark through KAFKA_OPTION_ variables)."
+            f"{MECHANISM_ENV}={value[MECHANISM_ENV]} is not one the course can log in with: use "
+            f"one of {', '.join(LOGIN_MODULES)} (others, such as GSSAPI, reach Spark through "
+            f"KAFKA_OPTION_ variables)."
         )
     missing = [name for name in (USERNAME_ENV, PASSWORD_ENV) if sasl and not value[name]]
     if missing:
         refuse(
-            f"{MECHANISM_ENV}={mechanism} logs in with a user and a password: set {' and '.join(missing)}."
+            f"{MECHANISM_ENV}={mechanism} logs in with a user and a password: set "
+            f"{' and '.join(missing)}."
         )
     for name, text in ((USERNAME_ENV, username), (PASSWORD_ENV, password)):
         if text and ("\n" in text or "\r" in text):
             refuse(
-                f"{name} contains a line break, which Kafka's login setting cannot carry; set it on one line."
+                f"{name} contains a line break, which Kafka's login setting cannot carry; set it "
+                f"on one line."
             )
     if ca_location is not None:
         if protocol not in ("SSL", "SASL_SSL"):
@@ -237,8 +242,9 @@ def spark_passthrough(environ: Mapping[str, str], security: Security) -> dict[st
         option = "kafka." + suffix.lower().replace("_", ".")
         if option in taken:
             refuse(
-                f"{variable} sets {option}, which the course sets itself from KAFKA_BOOTSTRAP_SERVERS or the "
-                f"KAFKA_SECURITY_/SASL_/SSL_ variables: set it there {SEE_ALSO}."
+                f"{variable} sets {option}, which the course sets itself from "
+                f"KAFKA_BOOTSTRAP_SERVERS or the KAFKA_SECURITY_/SASL_/SSL_ variables: set it "
+                f"there {SEE_ALSO}."
             )
         options[option] = environ[variable]
     return options

@@ -374,7 +374,8 @@ def foreach_batch(handler: Callable) -> Callable:
             if interruption is None:
                 raise
             raise RuntimeError(
-                f"py4j.protocol.Py4JJavaError: An error occurred while calling a Spark job: {interruption}"
+                f"py4j.protocol.Py4JJavaError: An error occurred while calling a Spark job: "
+                f"{interruption}"
             ) from None
 
     return run

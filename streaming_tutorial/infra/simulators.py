@@ -334,9 +334,10 @@ def server_for_lesson(
 
 def foreign_listener_note(script: str, host: str, port: int) -> str:
     return (
-        f"Something already listens on {host}:{port}, and it is not the course's {script}: the lesson reads "
-        f"whatever it sends (fine for 'nc -lk {port}'). If no line arrives, another program holds the port: "
-        f"stop it ('lsof -i :{port}' names it), or run the lesson with --port N and it starts its own server there."
+        f"Something already listens on {host}:{port}, and it is not the course's {script}: the "
+        f"lesson reads whatever it sends (fine for 'nc -lk {port}'). If no line arrives, another "
+        f"program holds the port: stop it ('lsof -i :{port}' names it), or run the lesson with "
+        f"--port N and it starts its own server there."
     )
 
 
@@ -347,8 +348,9 @@ def server_advice(name: str, script: str, host: str, port: int, server: Simulato
             log.read_text(encoding="utf-8", errors="replace").strip()[-500:] if log.exists() else ""
         )
         return (
-            f"The {name} server stopped at once (exit code {server.process.returncode}), so nothing listens "
-            f"on {host}:{port}. Its log {paths.display(log)} ends with: {said or '(nothing)'}"
+            f"The {name} server stopped at once (exit code {server.process.returncode}), so "
+            f"nothing listens on {host}:{port}. Its log {paths.display(log)} ends with: "
+            f"{said or '(nothing)'}"
         )
     return (
         f"Nothing accepts connections on {host}:{port}, so the lesson cannot read from it. Start the server in "

@@ -136,7 +136,8 @@ def test_a_failed_query_is_explained_by_the_error_it_wraps():
     advice = explain(stream_failed(inner))
     assert advice.startswith(wrapped(ADVICE["STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE"]))
     assert advice.split("Spark said:\n", 1)[1].splitlines() == [
-        "  [STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE] Provided key schema does not match existing state key schema.",
+        "  [STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE] Provided key schema does not match existing "
+        "state key schema.",
         "  Please check number and type of fields.",
         "  Existing key_schema=StructType(k) and new key_schema=<newKeySchema>.",
     ]
@@ -172,15 +173,16 @@ def test_a_subclass_with_advice_of_its_own_wins_and_its_class_alone_is_not_expla
 def test_the_memory_sink_restart_gets_its_own_advice_not_reset():
     error = FakeSparkError(
         "_LEGACY_ERROR_TEMP_1299",
-        "This query does not support recovering from checkpoint location. Delete /c/offsets to start over.",
+        "This query does not support recovering from checkpoint location. Delete /c/offsets to "
+        "start over.",
     )
     advice = explain(error)
     assert advice.startswith(
         wrapped(ADVICE["_LEGACY_ERROR_TEMP_1299"])
     ) and "memory sink" in " ".join(advice.split())
     assert advice.endswith(
-        "Spark said:\n"
-        "  This query does not support recovering from checkpoint location. Delete /c/offsets to start over."
+        "Spark said:\n  This query does not support recovering from checkpoint location. Delete "
+        "/c/offsets to start over."
     )
     assert "--reset" not in advice
 

@@ -93,8 +93,8 @@ def test_a_run_that_changes_the_learners_files_fails_and_names_them(tmp_path):
     inner = tmp_path / "inner"
     write(
         inner / "test_careless.py",
-        "from conftest import LEARNER_ROOT\n\n\n"
-        "def test_careless():\n    (LEARNER_ROOT / 'data' / 'left-by-a-test.txt').write_text('oops')\n",
+        "from conftest import LEARNER_ROOT\n\n\ndef test_careless():\n    (LEARNER_ROOT / 'data' / "
+        "'left-by-a-test.txt').write_text('oops')\n",
     )
     result = subprocess.run(
         [

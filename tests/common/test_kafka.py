@@ -193,11 +193,11 @@ def test_ensure_topics_is_idempotent_and_keeps_existing_partitions(kafka_bootstr
 
 # As Spark 4.2 words it for a topic recreated under a checkpoint (the test below meets it for real).
 DATA_LOSS = (
-    "[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: Some data may have been lost "
-    "because they are not available in Kafka any more;\neither the data was aged out by Kafka or the topic "
-    "may have been deleted before all the data in the\ntopic was processed.\nIf you don't want your "
-    "streaming query to fail on such cases, set the source option failOnDataLoss to false.\nReason: "
-    "Partition events-0 offset was changed from 5 to 2."
+    "[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: Some data may have been "
+    "lost because they are not available in Kafka any more;\neither the data was aged out by Kafka "
+    "or the topic may have been deleted before all the data in the\ntopic was processed.\nIf you "
+    "don't want your streaming query to fail on such cases, set the source option failOnDataLoss "
+    "to false.\nReason: Partition events-0 offset was changed from 5 to 2."
 )
 
 
@@ -210,22 +210,23 @@ DATA_LOSS = (
             "Run the lesson again with --reset",
         ),
         (
-            "org.apache.kafka.infra.errors.UnknownTopicOrPartitionException: This server does not host this "
-            "topic-partition.",
+            "org.apache.kafka.infra.errors.UnknownTopicOrPartitionException: This server does not "
+            "host this topic-partition.",
             "A topic the query reads or writes does not exist",
         ),
         (
-            "org.apache.kafka.infra.errors.TimeoutException: Topic events not present in metadata after 60000 ms.",
+            "org.apache.kafka.infra.errors.TimeoutException: Topic events not present in metadata "
+            "after 60000 ms.",
             "Kafka could not tell Spark where a topic lives",
         ),
         (
-            "org.apache.kafka.infra.errors.TimeoutException: Timed out waiting for a node assignment. "
-            "Call: describeTopics",
+            "org.apache.kafka.infra.errors.TimeoutException: Timed out waiting for a node "
+            "assignment. Call: describeTopics",
             "Spark lost its connection to the Kafka broker",
         ),
         (
-            "org.apache.kafka.infra.errors.TimeoutException: Timeout of 60000ms expired before the position for "
-            "partition events-0 could be determined",
+            "org.apache.kafka.infra.errors.TimeoutException: Timeout of 60000ms expired before the "
+            "position for partition events-0 could be determined",
             "Spark lost its connection to the Kafka broker",
         ),
         # Near misses: a word that also appears in unrelated errors is not enough.

@@ -30,7 +30,8 @@ def own_broker(kafka_test_broker):
     """The test run's own broker; tests that need its files or ports skip on a user's cluster."""
     if kafka_test_broker is None:
         pytest.skip(
-            "the test run uses the Kafka cluster in KAFKA_BOOTSTRAP_SERVERS, not a broker of its own"
+            "the test run uses the Kafka cluster in KAFKA_BOOTSTRAP_SERVERS, not a broker of its "
+            "own"
         )
     return kafka_test_broker
 

@@ -78,7 +78,8 @@ def test_a_sasl_login_reaches_all_three_clients(mechanism, module):
         "kafka.bootstrap.servers": CLUSTER,
         "kafka.security.protocol": "SASL_SSL",
         "kafka.sasl.mechanism": mechanism,
-        "kafka.sasl.jaas.config": f'{module} required username="api-key" password="pa\\"ss\\\\w0rd-9c1e";',
+        "kafka.sasl.jaas.config": f'{module} required username="api-key" '
+        f'password="pa\\"ss\\\\w0rd-9c1e";',
     }
     assert client_options(CLUSTER, environ) == {
         "bootstrap_servers": CLUSTER,
@@ -238,8 +239,8 @@ def test_without_kafka_bootstrap_servers_the_variables_are_left_out_and_said_so_
 def test_another_address_than_kafka_bootstrap_servers_is_spoken_to_in_plaintext(capsys):
     assert client_options("127.0.0.1:19092", sasl()) == {"bootstrap_servers": "127.0.0.1:19092"}
     assert (
-        f"describe the cluster in KAFKA_BOOTSTRAP_SERVERS ({CLUSTER}); 127.0.0.1:19092 is another address"
-        in (capsys.readouterr().err)
+        f"describe the cluster in KAFKA_BOOTSTRAP_SERVERS ({CLUSTER}); 127.0.0.1:19092 is another "
+        f"address" in (capsys.readouterr().err)
     )
 
 

@@ -193,8 +193,8 @@ def test_first_batch_grace_applies_only_while_a_first_batch_runs():
 def test_foreach_batch_turns_an_interruption_into_one_line_and_passes_other_errors():
     def interrupted(batch, batch_id):
         raise RuntimeError(
-            "An error occurred while calling o139.collectToPython.\n: java.lang.InterruptedException\n"
-            + "\tat java.base/...\n" * 500
+            "An error occurred while calling o139.collectToPython.\n: "
+            "java.lang.InterruptedException\n" + "\tat java.base/...\n" * 500
         )
 
     def broken(batch, batch_id):
@@ -203,7 +203,8 @@ def test_foreach_batch_turns_an_interruption_into_one_line_and_passes_other_erro
     with pytest.raises(RuntimeError) as caught:
         foreach_batch(interrupted)(None, 0)
     assert str(caught.value) == (
-        "py4j.protocol.Py4JJavaError: An error occurred while calling a Spark job: java.lang.InterruptedException"
+        "py4j.protocol.Py4JJavaError: An error occurred while calling a Spark job: "
+        "java.lang.InterruptedException"
     )
     assert caught.value.__suppress_context__
     with pytest.raises(ValueError, match="a real bug"):

@@ -59,8 +59,8 @@ def test_an_empty_folder_is_watched_and_no_simulator_means_the_learner_starts_on
         assert files.trigger("2 seconds") == {"processingTime": "2 seconds"}
         assert not files.done()  # the learner may start it at any time
     assert (
-        "start it yourself in a second terminal: python data_generators/simulate_file_data.py --count 3"
-        in capsys.readouterr().out
+        "start it yourself in a second terminal: python data_generators/simulate_file_data.py "
+        "--count 3" in capsys.readouterr().out
     )
 
 

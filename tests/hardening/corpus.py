@@ -295,19 +295,22 @@ def field_cases(data: Dataset) -> list[Case]:
             "wrong types",
             "wrong-types.json",
             wrong_type_lines(data),
-            "quarantined: '<field> is not a number' (a whole number...); a number in a text field is its text",
+            "quarantined: '<field> is not a number' (a whole number...); a number in a text field "
+            "is its text",
         ),
         text_case(
             "numbers that overflow",
             "overflow.json",
             overflow_lines(data),
-            "quarantined: 1e400, -1e400 and NaN are 'not a finite number'; too many digits 'does not fit'",
+            "quarantined: 1e400, -1e400 and NaN are 'not a finite number'; too many digits 'does "
+            "not fit'",
         ),
         text_case(
             "null or unparseable timestamps",
             "timestamps.json",
             timestamp_lines(data),
-            "quarantined: null or blank is 'missing <field>', unreadable '<field> is not a date and time'",
+            "quarantined: null or blank is 'missing <field>', unreadable '<field> is not a date "
+            "and time'",
         ),
         text_case(
             "missing required fields",
@@ -319,7 +322,8 @@ def field_cases(data: Dataset) -> list[Case]:
             "value ranges",
             "ranges.json",
             range_lines(data),
-            "quarantined '<field> below <min>' / 'above <max>' (the schema's metadata); the bounds are good",
+            "quarantined '<field> below <min>' / 'above <max>' (the schema's metadata); the bounds "
+            "are good",
         ),
     ]
 
@@ -366,7 +370,8 @@ def corpus(data: Dataset) -> list[Case]:
                 (good + good, TEXT_AFTER),
                 (good + " and more", TEXT_AFTER),
             ],
-            f"quarantined '{NOT_JSON}'; two records on one line '{TEXT_AFTER}' (from_json kept the first)",
+            f"quarantined '{NOT_JSON}'; two records on one line '{TEXT_AFTER}' (from_json kept the "
+            f"first)",
         ),
         text_case(
             "a top-level JSON array",
@@ -394,7 +399,8 @@ def corpus(data: Dataset) -> list[Case]:
                 (data.line(extra=deep(MAX_JSON_DEPTH)), TOO_DEEP),
                 (deep(5000), TOO_DEEP),
             ],
-            f"good up to {MAX_JSON_DEPTH} levels (an unknown field, ignored); deeper: quarantined '{TOO_DEEP}'",
+            f"good up to {MAX_JSON_DEPTH} levels (an unknown field, ignored); deeper: quarantined "
+            f"'{TOO_DEEP}'",
         ),
         Case(
             "an empty file",
@@ -433,7 +439,8 @@ def corpus(data: Dataset) -> list[Case]:
             "CRLF line ends",
             "crlf.json",
             crlf_lines,
-            "good: Spark's text source splits at \\r\\n, no \\r reaches a field or a quarantined line",
+            "good: Spark's text source splits at \\r\\n, no \\r reaches a field or a quarantined "
+            "line",
             end=b"\r\n",
             messages=tuple(line.encode() + b"\r\n" for line, _ in crlf_lines),
         ),
@@ -441,8 +448,8 @@ def corpus(data: Dataset) -> list[Case]:
             "a 5 MB line",
             "big.json",
             [(data.line(note="x" * BIG_LINE_BYTES), None)],
-            "good: read whole (the unknown 5 MB field is ignored); a 5 MB Kafka message needs a topic "
-            "whose max.message.bytes allows it",
+            "good: read whole (the unknown 5 MB field is ignored); a 5 MB Kafka message needs a "
+            "topic whose max.message.bytes allows it",
         ),
         Case(
             "a gzip file",

@@ -126,7 +126,8 @@ def main(argv: list[str] | None = None) -> None:
     print(STARTED, flush=True)
     if args.mode == "finish":
         finish(queries)
-    else:  # until the parent kills the process group; a query that fails ends the child, with its error
+    # until the parent kills the process group; a query that fails ends the child, with its error
+    else:
         spark.streams.awaitAnyTermination()
         raise_failure(queries)
     spark.stop()

@@ -331,7 +331,8 @@ CHECKPOINT_DISK_FULL = stream_failed(
 )
 # The output's tmpfs filled up: Parquet's close fails; the OS's words are three causes down.
 OUTPUT_DISK_FULL = stream_failed(
-    "[TASK_WRITE_FAILED] Task failed while writing rows to file:/tmp/envcap/mnt/out. SQLSTATE: 58030",
+    "[TASK_WRITE_FAILED] Task failed while writing rows to file:/tmp/envcap/mnt/out. SQLSTATE: "
+    "58030",
     "org.apache.spark.SparkException: [TASK_WRITE_FAILED] Task failed while writing rows to "
     "file:/tmp/envcap/mnt/out. SQLSTATE: 58030",
     "org.apache.parquet.util.AutoCloseables$ParquetCloseResourceException: Unable to close resource",
@@ -340,19 +341,22 @@ OUTPUT_DISK_FULL = stream_failed(
 )
 # The checkpoint's tmpfs was remounted read-only between two batches.
 CHECKPOINT_READ_ONLY = stream_failed(
-    "/tmp/envcap/mnt/ckpt/offsets/.2.62b10cca-52ce-4fd3-b6aa-0b7a2d9c45c6.tmp (Read-only file system)"
+    "/tmp/envcap/mnt/ckpt/offsets/.2.62b10cca-52ce-4fd3-b6aa-0b7a2d9c45c6.tmp (Read-only file "
+    "system)"
 )
 # The output's tmpfs was remounted read-only between two batches.
 OUTPUT_READ_ONLY = stream_failed(
-    "Job aborted due to stage failure: Task 0 in stage 2.0 failed 1 times, most recent failure: Lost task 0.0 in "
-    "stage 2.0 (TID 3) (localhost executor driver): java.io.FileNotFoundException: /tmp/envcap/mnt/out/"
-    "part-00000-385e98f9-0cec-42e2-81e8-cfcb502fb48e-c000.snappy.parquet (Read-only file system)\n"
-    "\tat java.base/java.io.FileOutputStream.open0(Native Method)"
+    "Job aborted due to stage failure: Task 0 in stage 2.0 failed 1 times, most recent failure: "
+    "Lost task 0.0 in stage 2.0 (TID 3) (localhost executor driver): "
+    "java.io.FileNotFoundException: "
+    "/tmp/envcap/mnt/out/part-00000-385e98f9-0cec-42e2-81e8-cfcb502fb48e-c000.snappy.parquet "
+    "(Read-only file system)\n\tat java.base/java.io.FileOutputStream.open0(Native Method)"
 )
 # start() as user nobody, with the checkpoint in a folder root owns: a Py4JJavaError, no condition.
 CHECKPOINT_NOT_YOURS = JavaError(
     "An error occurred while calling o56.start.\n: java.io.IOException: mkdir of "
-    "file:/tmp/envcap/rootonly/ckpt failed\n\tat org.apache.hadoop.fs.FileSystem.primitiveMkdir(FileSystem.java:1357)"
+    "file:/tmp/envcap/rootonly/ckpt failed\n\tat "
+    "org.apache.hadoop.fs.FileSystem.primitiveMkdir(FileSystem.java:1357)"
 )
 
 
@@ -375,8 +379,9 @@ CHECKPOINT_NOT_YOURS = JavaError(
         ),
         (
             OUTPUT_READ_ONLY,
-            "Spark could not write /tmp/envcap/mnt/out/part-00000-385e98f9-0cec-42e2-81e8-cfcb502fb48e-"
-            "c000.snappy.parquet: that file system is read-only",
+            "Spark could not write "
+            "/tmp/envcap/mnt/out/part-00000-385e98f9-0cec-42e2-81e8-cfcb502fb48e-c000.snappy.parquet: "
+            "that file system is read-only",
         ),
         (
             CHECKPOINT_NOT_YOURS,
@@ -464,7 +469,8 @@ def test_a_checkpoint_from_other_grouping_keys_is_answered_with_reset(spark, tmp
 
     advice = explain(failure.value)
     assert advice is not None and prose(advice).startswith(
-        "The checkpoint holds state from an earlier version of this query, which has changed since: its grouping"
+        "The checkpoint holds state from an earlier version of this query, which has changed "
+        "since: its grouping"
     )
     expected = CHECKPOINT_MISMATCH["STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE"]
     assert prose(advice).split(" Spark said: ")[0] == prose(expected)

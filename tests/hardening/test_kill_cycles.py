@@ -217,7 +217,8 @@ def test_kill_cycles_at_random_points_lose_and_duplicate_nothing_in_delta_a_data
                 f"{sink}: {len(input_ids)} records in, {counted}, unexpected: {counted.unexpected}"
             )
         print(
-            f"file sink: {on_disk} rows in its part files, {len(file_ids)} listed in _spark_metadata"
+            f"file sink: {on_disk} rows in its part files, {len(file_ids)} listed in "
+            f"_spark_metadata"
         )
         assert {sink: (t.lost, t.duplicated, t.unexpected) for sink, t in tallies.items()} == {
             sink: (0, 0, 0) for sink in tallies
