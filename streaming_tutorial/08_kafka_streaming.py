@@ -12,9 +12,9 @@ What you'll learn
     console, each query with its own checkpoint; the Kafka sink is at-least-once.
 
 Run
-  python streaming_tutorial/08_kafka_streaming.py                  # about a minute; starts what it needs
-  python streaming_tutorial/08_kafka_streaming.py --available-now  # what the topic holds now, then exit
-  python streaming_tutorial/08_kafka_streaming.py --reset          # empty the topics and checkpoints first
+  python streaming_tutorial/08_kafka_streaming.py                  # about a minute
+  python streaming_tutorial/08_kafka_streaming.py --available-now  # the topic as it is, then exit
+  python streaming_tutorial/08_kafka_streaming.py --reset          # empty topics, checkpoints first
   It starts the course's Kafka broker and the producer when they are not running. To
   run them yourself, in two more terminals:
     python local_kafka.py start
@@ -24,7 +24,7 @@ Run
 
 What you'll see
   (a second run, without --reset; counts depend on how far the producer got)
-  Checkpoints in checkpoints/08_kafka_streaming: resuming console after batch 3, enriched after batch 3, ...
+  Checkpoints in checkpoints/08_kafka_streaming: resuming console after batch 3, ...
   ========================================================================
   1. startingOffsets: latest skips what is already there
   ========================================================================
@@ -61,11 +61,10 @@ from pathlib import Path
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from common import config, paths
-from common.parsing import kafka_text, parse_json, quarantined, read_kafka, valid_records
+from common import config, parsing, paths
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 from infra import cli
-from infra.kafka import ensure_topics, explain_failures, recreate_topics, spark_options
+from infra.kafka import ensure_topics, explain_failures, recreate_topics, security_options
 from infra.kafka_broker import kafka_for_lesson
 from infra.runner import (
     banner,
@@ -80,14 +79,11 @@ from infra.runner import (
 from infra.simulators import is_running, simulator_for_lesson
 
 LESSON = "08_kafka_streaming"
-DEFAULT_DURATION = (
-    15  # seconds of the pipeline (part 2); the producer needs 30 s for its 300 messages
-)
-SOURCE_TOPIC, ENRICHED_TOPIC, QUARANTINE_TOPIC = (
-    config.TOPIC_EVENTS,
-    config.TOPIC_ENRICHED,
-    config.TOPIC_QUARANTINE,
-)
+# Seconds of the pipeline (part 2); the producer needs 30 s for its 300 messages.
+DEFAULT_DURATION = 15
+SOURCE_TOPIC = config.TOPIC_EVENTS  # what the producer writes
+ENRICHED_TOPIC = config.TOPIC_ENRICHED  # the good events, enriched
+QUARANTINE_TOPIC = config.TOPIC_QUARANTINE  # the bad ones, with their reason
 PARTITIONS = 3  # so the partition column has something to show
 # The producer this lesson starts: 300 messages at 10 per second, every 25th one cut in half.
 PRODUCER_ARGS = [
@@ -103,36 +99,57 @@ PRODUCER_ARGS = [
 # At most 100 messages per micro-batch (spread over the partitions): a backlog is worked off
 # in steps; 100 per 5 s is twice the producer's pace, so the query catches up.
 MAX_OFFSETS_PER_TRIGGER = 100
-WHERE_FROM = (
-    "source_partition",
-    "source_offset",
-    "kafka_timestamp",
-)  # kept with every record, good or bad
+# Where a message came from in Kafka: kept with every record, good or bad.
+WHERE_FROM = ("source_partition", "source_offset", "kafka_timestamp")
+# The fields part 3 reads back from the quarantine topic.
+QUARANTINE_FIELDS = "source_partition INT, source_offset BIGINT, reason STRING, raw_line STRING"
 
 
-def read_events(
+def read_messages(
     spark,
     bootstrap: str,
     topic: str = SOURCE_TOPIC,
     *,
-    max_offsets_per_trigger: int | None = MAX_OFFSETS_PER_TRIGGER,
+    max_offsets_per_trigger: int = MAX_OFFSETS_PER_TRIGGER,
 ) -> DataFrame:
-    """The topic's messages from the first one, each parsed, with where it came from."""
-    return parse_events(
-        read_kafka(spark, bootstrap, topic, max_offsets_per_trigger=max_offsets_per_trigger)
+    """The topic's messages from the first one, as Kafka gives them: key, value (bytes), topic,
+    partition, offset, timestamp."""
+    # format("kafka") needs the connector: lesson_session(..., kafka=True) puts it on the classpath.
+    return (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        # A secured cluster's login, from the environment (README, 'Your own Kafka cluster');
+        # nothing for the course's own broker.
+        .options(**security_options(bootstrap))
+        .option("subscribe", topic)
+        # The default is "latest": a new query would skip everything already in the topic.
+        .option("startingOffsets", "earliest")
+        # Bounds each micro-batch, so a backlog is worked off in steady steps, not one huge batch.
+        .option("maxOffsetsPerTrigger", max_offsets_per_trigger)
+        .load()
     )
 
 
-def parse_events(raw: DataFrame) -> DataFrame:
+def parse_events(messages: DataFrame) -> DataFrame:
     """Kafka rows -> the event's fields, where it came from, and why it cannot be used (or null)."""
-    # Keys and values are bytes: cast to text first, then parse the JSON with a schema (a
-    # stream cannot infer one). A value that does not fit keeps its text and gets a reason.
-    return parse_json(kafka_text(raw), ECOMMERCE_EVENT_SCHEMA)
+    # Keys and values are bytes: cast them to text. Topic, partition, offset and timestamp say
+    # where each message came from; a bad record keeps them, so it can be found and fixed.
+    text = messages.select(
+        F.col("key").cast("string").alias("key"),
+        F.col("value").cast("string").alias("value"),
+        F.col("topic").alias("source_topic"),
+        F.col("partition").alias("source_partition"),
+        F.col("offset").alias("source_offset"),
+        F.col("timestamp").alias("kafka_timestamp"),
+    )
+    # from_json with a schema (a stream cannot infer one); a value that does not fit keeps its
+    # text and gets a quarantine reason. Lesson 03 teaches parse_json.
+    return parsing.parse_json(text, ECOMMERCE_EVENT_SCHEMA)
 
 
 def build_enriched(parsed: DataFrame) -> DataFrame:
-    """The good events with what downstream consumers want: revenue and the event's calendar date."""
-    events = valid_records(parsed, ECOMMERCE_EVENT_SCHEMA, *WHERE_FROM)
+    """The good events with what downstream consumers want: revenue and the event's date."""
+    events = parsing.valid_records(parsed, ECOMMERCE_EVENT_SCHEMA, *WHERE_FROM)
     # Only a purchase earns money; views and carts have revenue 0.
     revenue = F.when(
         F.col("event_type") == "purchase", F.round(F.col("price") * F.col("quantity"), 2)
@@ -143,19 +160,20 @@ def build_enriched(parsed: DataFrame) -> DataFrame:
 
 
 def build_quarantine(parsed: DataFrame) -> DataFrame:
-    """The bad records, kept whole: key, reason, raw text, and the partition and offset of the original."""
-    return quarantined(parsed, "key", "source_topic", *WHERE_FROM)
+    """The bad records, kept whole: key, reason, raw text, and where the original is in Kafka."""
+    return parsing.quarantined(parsed, "key", "source_topic", *WHERE_FROM)
 
 
 def to_kafka_record(enriched: DataFrame) -> DataFrame:
-    """The two columns the Kafka sink needs: key (the user, so a user's events stay in order) and value."""
+    """The two columns the Kafka sink needs: key and value (the whole event as JSON)."""
+    # The key is the user: Kafka keeps one key in one partition, so a user's events stay in order.
     return enriched.select(
         F.col("user_id").alias("key"), F.to_json(F.struct(*enriched.columns)).alias("value")
     )
 
 
 def to_quarantine_record(bad: DataFrame) -> DataFrame:
-    """Quarantine records for Kafka: the original key, and everything needed to find and fix the message."""
+    """Quarantine records for Kafka: the original key, and all it takes to find and fix it."""
     return bad.select(
         "key", F.to_json(F.struct("source_topic", *WHERE_FROM, "reason", "raw_line")).alias("value")
     )
@@ -167,7 +185,9 @@ def start_kafka_sink(
     """Start a query that writes ``records`` (key, value) to ``topic``."""
     return (
         records.writeStream.format("kafka")
-        .options(**spark_options(bootstrap))  # the address, and a secured cluster's login (README)
+        .option("kafka.bootstrap.servers", bootstrap)
+        # The same login as the source, if the cluster wants one.
+        .options(**security_options(bootstrap))
         .option("topic", topic)
         # Required for the Kafka sink: the offsets read and the batches written live here.
         .option("checkpointLocation", paths.uri(checkpoint))
@@ -178,6 +198,7 @@ def start_kafka_sink(
 
 
 def start_console(enriched: DataFrame, checkpoint: Path, trigger: dict):
+    """Start a query that prints a few columns of the enriched events."""
     # A checkpoint of its own: a second run prints only the messages that came since.
     return (
         enriched.select(
@@ -199,39 +220,48 @@ def start_console(enriched: DataFrame, checkpoint: Path, trigger: dict):
 
 
 def start_pipeline(spark, bootstrap: str, checkpoints: Path, trigger: dict) -> list:
-    """Good events, enriched, to Kafka (keyed by user) and the console; bad ones to the quarantine topic."""
+    """Good events, enriched, to Kafka (keyed by user) and the console; bad ones to the
+    quarantine topic."""
     # Three queries, three checkpoints: each reads the topic itself and remembers its own
     # offsets, so one can be restarted or reset without the others.
-    parsed = read_events(spark, bootstrap)
+    parsed = parse_events(read_messages(spark, bootstrap))
     enriched = build_enriched(parsed)
-    return [
-        start_kafka_sink(
-            to_kafka_record(enriched),
-            bootstrap,
-            ENRICHED_TOPIC,
-            checkpoints / "enriched",
-            trigger,
-            "enriched_to_kafka",
-        ),
-        start_kafka_sink(
-            to_quarantine_record(build_quarantine(parsed)),
-            bootstrap,
-            QUARANTINE_TOPIC,
-            checkpoints / "quarantine",
-            trigger,
-            "quarantine_to_kafka",
-        ),
-        start_console(enriched, checkpoints / "console", trigger),
-    ]
+    enriched_to_kafka = start_kafka_sink(
+        to_kafka_record(enriched),
+        bootstrap,
+        ENRICHED_TOPIC,
+        checkpoints / "enriched",
+        trigger,
+        "enriched_to_kafka",
+    )
+    quarantine_to_kafka = start_kafka_sink(
+        to_quarantine_record(build_quarantine(parsed)),
+        bootstrap,
+        QUARANTINE_TOPIC,
+        checkpoints / "quarantine",
+        trigger,
+        "quarantine_to_kafka",
+    )
+    enriched_to_console = start_console(enriched, checkpoints / "console", trigger)
+    return [enriched_to_kafka, quarantine_to_kafka, enriched_to_console]
 
 
 def read_row_count(spark, bootstrap: str, starting_offsets: str, topic: str = SOURCE_TOPIC) -> int:
     """Read ``topic`` once, from ``starting_offsets`` to its current end; how many rows came."""
-    # availableNow ends at the offsets the topic has now; the noop sink reads every row and writes
-    # nothing. No checkpointLocation: a new one each time, so startingOffsets is never ignored.
+    messages = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .options(**security_options(bootstrap))
+        .option("subscribe", topic)
+        # "latest" or "earliest": where a query with no checkpoint yet starts in the topic.
+        .option("startingOffsets", starting_offsets)
+        .load()
+    )
+    # The noop sink reads every row and writes nothing. No checkpointLocation: a new one each
+    # time, so startingOffsets is never ignored.
     query = (
-        read_kafka(spark, bootstrap, topic, starting_offsets=starting_offsets)
-        .writeStream.format("noop")
+        messages.writeStream.format("noop")
+        # availableNow ends at the offsets the topic has now.
         .trigger(availableNow=True)
         .start()
     )
@@ -240,10 +270,12 @@ def read_row_count(spark, bootstrap: str, starting_offsets: str, topic: str = SO
 
 
 def read_topic_back(spark, bootstrap: str, topic: str, fields: str) -> DataFrame:
-    """A topic read like a table (spark.read, not readStream), every message's JSON value parsed."""
+    """A topic read like a table (spark.read, not readStream), every message's JSON value
+    parsed."""
     return (
         spark.read.format("kafka")
-        .options(**spark_options(bootstrap))
+        .option("kafka.bootstrap.servers", bootstrap)
+        .options(**security_options(bootstrap))
         .option("subscribe", topic)
         .option("startingOffsets", "earliest")
         .load()
@@ -252,24 +284,12 @@ def read_topic_back(spark, bootstrap: str, topic: str, fields: str) -> DataFrame
     )
 
 
-def read_outputs(spark, bootstrap: str) -> tuple[DataFrame, DataFrame]:
-    """What the pipeline wrote: the enriched topic's event ids, and the quarantine topic's records."""
-    return (
-        read_topic_back(spark, bootstrap, ENRICHED_TOPIC, "event_id STRING"),
-        read_topic_back(
-            spark,
-            bootstrap,
-            QUARANTINE_TOPIC,
-            "source_partition INT, source_offset BIGINT, reason STRING, raw_line STRING",
-        ),
-    )
-
-
 def prepare_topics(bootstrap: str, *, reset: bool) -> None:
-    """Create the lesson's topics; --reset empties them first (the input only if no producer writes to it)."""
-    topics = [ENRICHED_TOPIC, QUARANTINE_TOPIC] + (
-        [] if is_running("kafka_producer") else [SOURCE_TOPIC]
-    )
+    """Create the lesson's topics; --reset empties them first (the input only if no producer
+    writes to it)."""
+    topics = [ENRICHED_TOPIC, QUARANTINE_TOPIC]
+    if not is_running("kafka_producer"):
+        topics.append(SOURCE_TOPIC)
     if reset:
         recreate_topics(bootstrap, topics, partitions=PARTITIONS)
         print(f"--reset: emptied the topics {', '.join(topics)}")
@@ -281,23 +301,22 @@ def prepare_topics(bootstrap: str, *, reset: bool) -> None:
 def report_lag(query) -> None:
     """How many messages the query read, in how many micro-batches, and how far behind it was."""
     batches = [p for p in query.recentProgress if p["numInputRows"] > 0]
+    messages = sum(p["numInputRows"] for p in batches)
+    plural = "es" if len(batches) != 1 else ""
     # The Kafka source reports its consumer lag per partition in each progress: the messages
     # that were in the topic, past the batch's end offset, when the batch was planned.
-    lag = (
-        ((query.lastProgress or {}).get("sources") or [{}])[0]
-        .get("metrics", {})
-        .get("maxOffsetsBehindLatest")
-    )
-    say(f"""The pipeline read {sum(p["numInputRows"] for p in batches)} messages in {len(batches)}
-        micro-batch{"es" * (len(batches) != 1)} of at most {MAX_OFFSETS_PER_TRIGGER} (maxOffsetsPerTrigger).
-        Its consumer lag at the last one (progress: sources[0].metrics.maxOffsetsBehindLatest):
-        {lag} messages in the partition furthest behind.""")
+    last = query.lastProgress or {}
+    source = (last.get("sources") or [{}])[0]
+    lag = source.get("metrics", {}).get("maxOffsetsBehindLatest")
+    say(f"""The pipeline read {messages} messages in {len(batches)} micro-batch{plural} of at
+        most {MAX_OFFSETS_PER_TRIGGER} (maxOffsetsPerTrigger). Its consumer lag at the last one
+        (progress: sources[0].metrics.maxOffsetsBehindLatest): {lag} messages in the partition
+        furthest behind.""")
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, available_now=True).parse_args(
-        argv
-    )
+    parser = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, available_now=True)
+    args = parser.parse_args(argv)
     # The broker outlives everything else: Spark's Kafka clients must be able to say goodbye.
     with kafka_for_lesson() as bootstrap, explain_failures():
         prepare_topics(bootstrap, reset=args.reset)
@@ -310,9 +329,8 @@ def main(argv: list[str] | None = None) -> None:
         ):
             banner("1. startingOffsets: latest skips what is already there")
             for starting in ("latest", "earliest"):
-                print(
-                    f"  startingOffsets={starting:<8} -> rows read: {read_row_count(spark, bootstrap, starting)}"
-                )
+                rows = read_row_count(spark, bootstrap, starting)
+                print(f"  startingOffsets={starting:<8} -> rows read: {rows}")
             say("""'latest' (the default!) starts at the end of the topic: the messages already
                 there are skipped; only those that arrive after the query starts are read. That
                 is the usual reason a first Kafka query prints nothing. 'earliest' reads the topic
@@ -320,19 +338,21 @@ def main(argv: list[str] | None = None) -> None:
                 checkpoint decides where it goes on.""")
 
             banner("2. Kafka -> parse -> quarantine | enrich -> Kafka + console")
-            queries = start_pipeline(
-                spark, bootstrap, checkpoint_root(LESSON, args), pick_trigger(args, "5 seconds")
-            )
+            trigger = pick_trigger(args, "5 seconds")
+            queries = start_pipeline(spark, bootstrap, checkpoint_root(LESSON, args), trigger)
             run_queries(queries, args, until=producer.done)
             report_lag(queries[0])
 
             banner("3. What landed in Kafka")
-            ids, bad = read_outputs(spark, bootstrap)
+            ids = read_topic_back(spark, bootstrap, ENRICHED_TOPIC, "event_id STRING")
+            bad = read_topic_back(spark, bootstrap, QUARANTINE_TOPIC, QUARANTINE_FIELDS)
             print(
-                f"'{ENRICHED_TOPIC}': {ids.count()} records, {ids.distinct().count()} distinct event_id"
+                f"'{ENRICHED_TOPIC}': {ids.count()} records, "
+                f"{ids.distinct().count()} distinct event_id"
             )
             print(
-                f"'{QUARANTINE_TOPIC}': {bad.count()} records (values that cannot be used, and where they were):"
+                f"'{QUARANTINE_TOPIC}': {bad.count()} records "
+                "(values that cannot be used, and where they were):"
             )
             bad.orderBy("source_partition", "source_offset").show(5, truncate=42)
             say("""Delivery to a Kafka sink is at-least-once: if a batch fails after some of its

@@ -41,6 +41,7 @@ What you'll see
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import lesson13_latency as latency
@@ -48,9 +49,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from common import paths
-from common.parsing import read_kafka
 from infra import cli
-from infra.kafka import explain_failures, recreate_topics, spark_options
+from infra.kafka import explain_failures, recreate_topics, security_options
 from infra.kafka_broker import kafka_for_lesson
 from infra.runner import (
     banner,
@@ -67,13 +67,13 @@ from teaching import demos, narration, progress
 LESSON = "13_triggers"
 DEFAULT_DURATION = 10  # seconds of messages for the latency measurement (part 4)
 WORDS_TOPIC = "triggers-words"  # 40 messages, the finite input of part 1
-LATENCY_TOPIC, REALTIME_OUT, MICROBATCH_OUT = (
-    "triggers-latency",
-    "triggers-realtime",
-    "triggers-microbatch",
-)
+LATENCY_TOPIC = "triggers-latency"  # the timed messages of part 4 (and parts 2 and 3's input)
+REALTIME_OUT = "triggers-realtime"  # the real-time query's results
+MICROBATCH_OUT = "triggers-microbatch"  # the micro-batch query's results
 WORD_COUNT = 40
 MAX_OFFSETS_PER_TRIGGER = 10  # so a trigger that respects the source's limits needs 4 batches
+# What each message holds: an id, a word, and when it was sent (epoch ms, for the latency).
+MESSAGE_FIELDS = "id INT, word STRING, sent_ms BIGINT"
 # A static table, small enough to broadcast: the join real-time mode can run.
 WORD_KINDS = [
     ("spark", "engine"),
@@ -85,48 +85,59 @@ WORD_KINDS = [
 # Real-time mode: one long-running task per Kafka partition, each holding a core for the whole
 # batch. local[*] on 2 cores: a 1-partition topic leaves the other core to the micro-batch query.
 PARTITIONS = 1
-REALTIME = {
-    "realTime": "5 seconds"
-}  # the shortest Spark accepts (spark.sql.streaming.realTimeMode.minBatchDuration)
+# The shortest batch Spark accepts (spark.sql.streaming.realTimeMode.minBatchDuration).
+REALTIME = {"realTime": "5 seconds"}
 RATE = 20  # latency messages per second
 LATENCY_OUTPUTS = {
     "realTime='5 seconds'": REALTIME_OUT,
     "processingTime='0 seconds'": MICROBATCH_OUT,
 }
-TRIGGERS = [
-    ("default (no .trigger())", {}),
-    ("processingTime='2 seconds'", {"processingTime": "2 seconds"}),
-    ("availableNow=True", {"availableNow": True}),
-    ("once=True (deprecated)", {"once": True}),
-]
-ENDS_BY_ITSELF = {
-    "availableNow",
-    "once",
-}  # the triggers whose query stops once it has read what is there
+
+
+def read_words(spark, bootstrap: str, topic: str) -> DataFrame:
+    """Part 1's messages from the first one, at most MAX_OFFSETS_PER_TRIGGER per micro-batch."""
+    return (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        # A secured cluster's login, from the environment (README); none for the course's broker.
+        .options(**security_options(bootstrap))
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        # The source's limit: a trigger that respects it reads the 40 messages in 4 batches.
+        .option("maxOffsetsPerTrigger", MAX_OFFSETS_PER_TRIGGER)
+        .load()
+        # The value is JSON in bytes: as text, then its fields as columns.
+        .select(F.from_json(F.col("value").cast("string"), MESSAGE_FIELDS).alias("m"))
+        .select("m.*")
+    )
 
 
 def read_messages(
-    spark,
-    bootstrap: str,
-    topic: str,
-    *,
-    starting_offsets: str = "earliest",
-    max_offsets_per_trigger: int | None = None,
+    spark, bootstrap: str, topic: str, *, starting_offsets: str = "earliest"
 ) -> DataFrame:
-    """The topic's messages: id, word, and when each was sent (sent_ms, for the latency)."""
-    raw = read_kafka(
-        spark,
-        bootstrap,
-        topic,
-        starting_offsets=starting_offsets,
-        max_offsets_per_trigger=max_offsets_per_trigger,
+    """The topic's messages, with no limit per batch: id, word, and when each was sent.
+
+    sent_ms is for the latency measurement of part 4.
+    """
+    # No maxOffsetsPerTrigger: parts 2 to 4 take every message there is, never held back by
+    # a limit per batch.
+    return (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .options(**security_options(bootstrap))
+        .option("subscribe", topic)
+        .option("startingOffsets", starting_offsets)
+        .load()
+        .select(F.from_json(F.col("value").cast("string"), MESSAGE_FIELDS).alias("m"))
+        .select("m.*")
     )
-    message = F.from_json(F.col("value").cast("string"), "id INT, word STRING, sent_ms BIGINT")
-    return raw.select(message.alias("m")).select("m.*")
 
 
 def read_kinds(spark) -> DataFrame:
-    """The static table, as literal rows in the plan (createDataFrame would make an RDD of them)."""
+    """The static table, as literal rows in the plan.
+
+    createDataFrame would make an RDD of them.
+    """
     rows = ", ".join(f"('{word}', '{kind}')" for word, kind in WORD_KINDS)
     return spark.sql(f"SELECT * FROM VALUES {rows} AS kinds(word, kind)")
 
@@ -146,38 +157,73 @@ def to_kafka_record(tagged: DataFrame) -> DataFrame:
     )
 
 
-def start_noop(results: DataFrame, checkpoint: Path, trigger: dict):
-    # The noop sink computes every row and writes nothing: the progress reports say what ran.
-    writer = results.writeStream.format("noop").option("checkpointLocation", paths.uri(checkpoint))
-    return (writer.trigger(**trigger) if trigger else writer).start()  # no .trigger(): the default
+# Part 1: the same pipeline into the noop sink, which computes every row and writes nothing,
+# with each micro-batch trigger. The progress reports say what ran.
 
 
-def start_kafka_sink(
-    records: DataFrame, bootstrap: str, topic: str, checkpoint: Path, trigger: dict
-):
+def start_default(tagged: DataFrame, checkpoint: Path):
+    """No .trigger(): the next micro-batch starts as soon as the last one ends."""
     return (
-        records.writeStream.format("kafka")
-        .options(**spark_options(bootstrap))
-        .option("topic", topic)
+        tagged.writeStream.format("noop")
         .option("checkpointLocation", paths.uri(checkpoint))
-        .outputMode(
-            "update"
-        )  # real-time mode runs update mode only; for a stateless query it is append
-        .trigger(**trigger)
+        # No .trigger() here: this is the default.
         .start()
     )
 
 
-def start_and_run(
-    spark, bootstrap: str, kinds: DataFrame, trigger: dict, checkpoint: Path
-) -> list[dict]:
-    """The pipeline over the 40 messages with one trigger; its progress reports."""
-    messages = read_messages(
-        spark, bootstrap, WORDS_TOPIC, max_offsets_per_trigger=MAX_OFFSETS_PER_TRIGGER
+def start_processing_time(tagged: DataFrame, checkpoint: Path):
+    """One micro-batch every 2 seconds, at the next multiple of the interval."""
+    return (
+        tagged.writeStream.format("noop")
+        .option("checkpointLocation", paths.uri(checkpoint))
+        .trigger(processingTime="2 seconds")
+        .start()
     )
-    query = start_noop(build_tagged(messages, kinds), checkpoint, trigger)
+
+
+def start_available_now(tagged: DataFrame, checkpoint: Path):
+    """What is there now, in batches that respect the source's limits; then the query stops."""
+    return (
+        tagged.writeStream.format("noop")
+        .option("checkpointLocation", paths.uri(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+
+
+def start_once(tagged: DataFrame, checkpoint: Path):
+    """Deprecated since Spark 3.4: ONE batch of what is there, ignoring the source's limits."""
+    return (
+        tagged.writeStream.format("noop")
+        .option("checkpointLocation", paths.uri(checkpoint))
+        .trigger(once=True)
+        .start()
+    )
+
+
+# Part 1's triggers: the label in the table, and the function that starts the query with it.
+TRIGGERS = [
+    ("default (no .trigger())", start_default),
+    ("processingTime='2 seconds'", start_processing_time),
+    ("availableNow=True", start_available_now),
+    ("once=True (deprecated)", start_once),
+]
+# The triggers whose query stops once it has read what is there.
+ENDS_BY_ITSELF = {start_available_now, start_once}
+
+
+def start_and_run(spark, bootstrap: str, kinds: DataFrame, start, checkpoint: Path) -> list[dict]:
+    """The pipeline over the 40 messages, started by ``start`` (one of part 1's triggers).
+
+    Returns the query's progress reports.
+    """
+    tagged = build_tagged(read_words(spark, bootstrap, WORDS_TOPIC), kinds)
+    query = start(tagged, checkpoint)
     # availableNow and once end by themselves; the others run until the lesson stops them.
-    (finish if ENDS_BY_ITSELF & trigger.keys() else drain)([query])
+    if start in ENDS_BY_ITSELF:
+        finish([query])
+    else:
+        drain([query])
     return query.recentProgress
 
 
@@ -192,53 +238,105 @@ def start_continuous(spark, bootstrap: str, kinds: DataFrame):
     )
 
 
+def start_kafka_sink(
+    records: DataFrame, bootstrap: str, topic: str, checkpoint: Path, trigger: dict
+):
+    """Start a query that writes ``records`` (key, value) to ``topic`` with ``trigger``."""
+    return (
+        records.writeStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .options(**security_options(bootstrap))
+        .option("topic", topic)
+        .option("checkpointLocation", paths.uri(checkpoint))
+        # Real-time mode runs update mode only; for a stateless query it is append.
+        .outputMode("update")
+        .trigger(**trigger)
+        .start()
+    )
+
+
 def start_latency_queries(spark, bootstrap: str, kinds: DataFrame, checkpoints: Path) -> list:
-    """The same pipeline twice on the same topic: real-time mode, and micro-batches with trigger 0."""
-    queries = []
-    for name, topic, trigger in (
-        ("realtime", REALTIME_OUT, REALTIME),
-        ("microbatch", MICROBATCH_OUT, {"processingTime": "0 seconds"}),
-    ):
-        # startingOffsets=latest: each query reads only what is sent after it started.
-        messages = read_messages(spark, bootstrap, LATENCY_TOPIC, starting_offsets="latest")
-        records = to_kafka_record(build_tagged(messages, kinds))
-        queries.append(start_kafka_sink(records, bootstrap, topic, checkpoints / name, trigger))
-    return queries
+    """The same pipeline twice on the same topic: real-time mode, and trigger 0."""
+    # startingOffsets=latest: each query reads only what is sent after it started.
+    realtime_input = read_messages(spark, bootstrap, LATENCY_TOPIC, starting_offsets="latest")
+    realtime = start_kafka_sink(
+        to_kafka_record(build_tagged(realtime_input, kinds)),
+        bootstrap,
+        REALTIME_OUT,
+        checkpoints / "realtime",
+        REALTIME,
+    )
+    # Trigger 0: the next micro-batch as soon as the last one ends (the default, written out).
+    microbatch_input = read_messages(spark, bootstrap, LATENCY_TOPIC, starting_offsets="latest")
+    microbatch = start_kafka_sink(
+        to_kafka_record(build_tagged(microbatch_input, kinds)),
+        bootstrap,
+        MICROBATCH_OUT,
+        checkpoints / "microbatch",
+        {"processingTime": "0 seconds"},
+    )
+    return [realtime, microbatch]
+
+
+# Part 3: what real-time mode refuses. Each attempt's docstring says what it tries, a blank
+# line, then what to do instead (the lesson prints both).
 
 
 def start_realtime_append(spark, bootstrap: str, kinds: DataFrame):
     """Real-time mode in the default output mode (append)
 
-    Only update mode: set .outputMode('update'); for a stateless query it writes the same rows."""
+    Only update mode: set .outputMode('update'); for a stateless query it writes the same
+    rows."""
     tagged = build_tagged(read_messages(spark, bootstrap, LATENCY_TOPIC), kinds)
-    return tagged.writeStream.format("console").trigger(**REALTIME).start()
+    return (
+        tagged.writeStream.format("console")
+        # No .outputMode(): append, the default, which real-time mode refuses.
+        .trigger(**REALTIME)
+        .start()
+    )
 
 
 def start_realtime_deduplicated(spark, bootstrap: str, kinds: DataFrame):
     """Real-time mode with dropDuplicates
 
-    Stateless operators only: no aggregation, dropDuplicates or stream-stream join; the broadcast
-    stream-static join of this lesson's pipeline is allowed."""
-    words = read_messages(spark, bootstrap, LATENCY_TOPIC).dropDuplicates(
-        ["word"]
-    )  # every word seen: state
-    return words.writeStream.format("console").outputMode("update").trigger(**REALTIME).start()
+    Stateless operators only: no aggregation, dropDuplicates or stream-stream join; the
+    broadcast stream-static join of this lesson's pipeline is allowed."""
+    # Every word seen so far must be remembered: that is state.
+    words = read_messages(spark, bootstrap, LATENCY_TOPIC).dropDuplicates(["word"])
+    return (
+        words.writeStream.format("console")
+        .outputMode("update")
+        # start() accepts it; the query fails as soon as it runs.
+        .trigger(**REALTIME)
+        .start()
+    )
 
 
 def start_realtime_rate(spark, bootstrap: str, kinds: DataFrame):
     """Real-time mode on the rate source
 
-    Kafka is the only source. start() accepts the rate source; the query dies a moment later, which
-    only query.exception() (or awaitTermination) tells you. Spark also logs it on stderr."""
-    numbers = spark.readStream.format("rate").load()
-    return numbers.writeStream.format("console").outputMode("update").trigger(**REALTIME).start()
+    Kafka is the only source. start() accepts the rate source; the query dies a moment later,
+    which only query.exception() (or awaitTermination) tells you. Spark also logs it on
+    stderr."""
+    numbers = (
+        spark.readStream.format("rate")
+        # One row a second, numbered: a source that is not Kafka.
+        .load()
+    )
+    return (
+        numbers.writeStream.format("console")
+        .outputMode("update")
+        # start() accepts it; the query fails a moment later.
+        .trigger(**REALTIME)
+        .start()
+    )
 
 
 def start_realtime_memory(spark, bootstrap: str, kinds: DataFrame):
     """Real-time mode into the memory sink
 
-    Sinks: Kafka, console and foreach; memory and foreachBatch are refused. So are batch durations
-    under 5 seconds and asyncProgressTrackingEnabled."""
+    Sinks: Kafka, console and foreach; memory and foreachBatch are refused. So are batch
+    durations under 5 seconds and asyncProgressTrackingEnabled."""
     tagged = build_tagged(read_messages(spark, bootstrap, LATENCY_TOPIC), kinds)
     return (
         tagged.writeStream.format("memory")
@@ -252,60 +350,52 @@ def start_realtime_memory(spark, bootstrap: str, kinds: DataFrame):
 def write_inputs(bootstrap: str) -> None:
     """Every run starts from empty topics: 40 words to read, and the latency topics."""
     recreate_topics(bootstrap, [WORDS_TOPIC, LATENCY_TOPIC], partitions=PARTITIONS)
-    latency.create_stamped_topics(
-        bootstrap, [REALTIME_OUT, MICROBATCH_OUT], fresh=True
-    )  # results stamped by Kafka
-    latency.send_timed(
-        bootstrap, WORDS_TOPIC, [{"id": n, "word": WORD_KINDS[n % 5][0]} for n in range(WORD_COUNT)]
-    )
+    # The results' topics: Kafka stamps each result with the moment it wrote it.
+    latency.create_stamped_topics(bootstrap, [REALTIME_OUT, MICROBATCH_OUT], fresh=True)
+    words = [{"id": n, "word": WORD_KINDS[n % 5][0]} for n in range(WORD_COUNT)]
+    latency.send_timed(bootstrap, WORDS_TOPIC, words)
 
 
 def main(argv: list[str] | None = None) -> None:
     args = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, simulator=False).parse_args(argv)
-    checkpoints = (
-        checkpoint_root(LESSON, args) / "this-run"
-    )  # scratch: only this folder is ever deleted,
-    paths.remove_tree(
-        checkpoints, allow_outside=True
-    )  # on every run, so each trigger starts from the same message
+    # Scratch: only this folder is ever deleted, on every run, so each trigger starts from the
+    # same message.
+    checkpoints = checkpoint_root(LESSON, args) / "this-run"
+    paths.remove_tree(checkpoints, allow_outside=True)
     with kafka_for_lesson() as bootstrap, explain_failures():
         write_inputs(bootstrap)
         with lesson_session(LESSON, args, kafka=True) as spark:
             kinds = read_kinds(spark)
             banner(
-                f"1. Micro-batch triggers, {WORD_COUNT} messages, maxOffsetsPerTrigger {MAX_OFFSETS_PER_TRIGGER}"
+                f"1. Micro-batch triggers, {WORD_COUNT} messages, "
+                f"maxOffsetsPerTrigger {MAX_OFFSETS_PER_TRIGGER}"
             )
-            runs = [
-                start_and_run(spark, bootstrap, kinds, trigger, checkpoints / f"trigger-{number}")
-                for number, (_, trigger) in enumerate(TRIGGERS)
-            ]
+            rows = []
+            for number, (label, start) in enumerate(TRIGGERS):
+                checkpoint = checkpoints / f"trigger-{number}"
+                reports = start_and_run(spark, bootstrap, kinds, start, checkpoint)
+                ends = "yes" if start in ENDS_BY_ITSELF else "no"
+                rows.append((label, *progress.describe_batches(reports), ends))
             narration.print_table(
-                ("trigger", "micro-batches", "rows in each", "one every", "ends by itself"),
-                [
-                    (
-                        label,
-                        *progress.describe_batches(run),
-                        "yes" if ENDS_BY_ITSELF & trigger.keys() else "no",
-                    )
-                    for (label, trigger), run in zip(TRIGGERS, runs)
-                ],
+                ("trigger", "micro-batches", "rows in each", "one every", "ends by itself"), rows
             )
-            say("""The default runs the next micro-batch as soon as the last one ends; processingTime waits
-                for the next multiple of its interval. Neither ends by itself: the lesson stops them.
-                availableNow reads what is there when it starts, in batches that respect
-                maxOffsetsPerTrigger, then stops: a backfill, or an incremental batch job run on a
-                schedule. once does the same in ONE batch that ignores the limit (Spark warns on
-                stderr); it is deprecated since Spark 3.4: use availableNow.""")
+            say("""The default runs the next micro-batch as soon as the last one ends;
+                processingTime waits for the next multiple of its interval. Neither ends by
+                itself: the lesson stops them. availableNow reads what is there when it starts,
+                in batches that respect maxOffsetsPerTrigger, then stops: a backfill, or an
+                incremental batch job run on a schedule. once does the same in ONE batch that
+                ignores the limit (Spark warns on stderr); it is deprecated since Spark 3.4: use
+                availableNow.""")
 
             banner("2. continuous (legacy): records one by one, map-like queries only")
             demos.show_refusal(
-                lambda: start_continuous(spark, bootstrap, kinds),
+                functools.partial(start_continuous, spark, bootstrap, kinds),
                 "This pipeline in continuous mode",
             )
-            say("""Continuous processing (Spark 2.3) ran long-lived tasks too, but only map-like queries
-                over a stream: no static table (as here), no joins, no aggregations; at-least-once
-                results, no progress reports. It gets no new features: for low latency use real-time
-                mode, which runs this pipeline.""")
+            say("""Continuous processing (Spark 2.3) ran long-lived tasks too, but only map-like
+                queries over a stream: no static table (as here), no joins, no aggregations;
+                at-least-once results, no progress reports. It gets no new features: for low
+                latency use real-time mode, which runs this pipeline.""")
 
             banner("3. Real-time mode: what it refuses")
             for start in (
@@ -314,17 +404,19 @@ def main(argv: list[str] | None = None) -> None:
                 start_realtime_rate,
                 start_realtime_memory,
             ):
-                what, instead = start.__doc__.split(
-                    "\n\n", 1
-                )  # each attempt's docstring says what to do instead
-                demos.show_refusal(lambda: start(spark, bootstrap, kinds), what)
+                # Each attempt's docstring says what it tries, then what to do instead.
+                what, instead = start.__doc__.split("\n\n", 1)
+                demos.show_refusal(functools.partial(start, spark, bootstrap, kinds), what)
                 say(instead)
 
             banner(
-                f"4. Latency, Kafka -> Spark -> Kafka: real-time mode against trigger 0 ({args.duration:.0f} s)"
+                "4. Latency, Kafka -> Spark -> Kafka: real-time mode against trigger 0 "
+                f"({args.duration:.0f} s)"
             )
-            if too_few_cores := latency.cores_missing(spark.sparkContext, PARTITIONS):
-                return say(too_few_cores)
+            too_few_cores = latency.cores_missing(spark.sparkContext, PARTITIONS)
+            if too_few_cores:
+                say(too_few_cores)
+                return
             queries = start_latency_queries(spark, bootstrap, kinds, checkpoints / "latency")
             records = [
                 {"id": n, "word": WORD_KINDS[n % 5][0]} for n in range(int(args.duration * RATE))
@@ -342,15 +434,17 @@ def main(argv: list[str] | None = None) -> None:
             narration.print_table(
                 ("trigger", "messages", "p50", "p90"), latency.summary_rows(latencies)
             )
-            say(f"""Both queries read the same {len(records)} messages ({RATE} per second, each with the time it
-                was sent), ran the same pipeline, and wrote to Kafka; latency is the broker's stamp on
-                the result minus that time. A micro-batch passes a record on when its batch ends:
-                planning, reading, writing and committing each time. Real-time mode's tasks run for the
-                whole batch and pass each record on at once. Its '5 seconds' is how often it
-                checkpoints progress ({len(progress.batches_run(queries[0].recentProgress))} batches so far), not
-                the latency.""")
-            say(f"""Each Kafka partition needs a core of its own for the whole batch; with too few, a partition
-                is simply not read, with no error. This topic has {PARTITIONS}: the other core runs micro-batches.""")
+            checkpointed = len(progress.batches_run(queries[0].recentProgress))
+            say(f"""Both queries read the same {len(records)} messages ({RATE} per second, each
+                with the time it was sent), ran the same pipeline, and wrote to Kafka; latency
+                is the broker's stamp on the result minus that time. A micro-batch passes a
+                record on when its batch ends: planning, reading, writing and committing each
+                time. Real-time mode's tasks run for the whole batch and pass each record on at
+                once. Its '5 seconds' is how often it checkpoints progress ({checkpointed}
+                batches so far), not the latency.""")
+            say(f"""Each Kafka partition needs a core of its own for the whole batch; with too
+                few, a partition is simply not read, with no error. This topic has
+                {PARTITIONS}: the other core runs micro-batches.""")
 
 
 if __name__ == "__main__":

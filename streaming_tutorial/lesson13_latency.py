@@ -2,7 +2,8 @@
 
 How lesson 13 measures Kafka -> Spark -> Kafka::
 
-    create_stamped_topics(bootstrap, ["out-realtime", "out-microbatch"])   # the broker stamps each result
+    # The broker stamps each result with the moment it wrote it.
+    create_stamped_topics(bootstrap, ["out-realtime", "out-microbatch"])
     latencies = measure_latency(bootstrap, "in", {"real-time": "out-realtime", ...},
                                 [{"id": n, "word": "spark"} for n in range(100)], rate=20,
                                 warm_up_record=lambda n: {"id": -n, "word": "spark"})
@@ -31,9 +32,8 @@ from infra.runner import wait_until
 SENT_FIELD = "sent_ms"  # when a message was sent, in epoch milliseconds; results must carry it
 LOG_APPEND_TIME = 1  # a record's timestamp_type when the broker stamped it
 WARM_UP_EVERY_SECONDS = 0.5  # the pace of warm-up messages
-BROKER_STAMPED = {
-    "message.timestamp.type": "LogAppendTime"
-}  # a record's timestamp: when the broker wrote it
+# A topic setting: a record's timestamp is when the broker wrote it.
+BROKER_STAMPED = {"message.timestamp.type": "LogAppendTime"}
 
 
 def create_stamped_topics(
@@ -57,7 +57,8 @@ def create_stamped_topics(
 def send_timed(
     bootstrap: str, topic: str, records: Sequence[dict], *, rate: float = 0.0
 ) -> list[dict]:
-    """Send each record as JSON with ``sent_ms`` added, ``rate`` per second (0: at once); return them.
+    """Send each record as JSON with ``sent_ms`` added, ``rate`` per second (0: at once);
+    return them.
 
     One record at a time, flushed at once (``linger_ms=0``): ``sent_ms`` is taken just
     before the record leaves, so the producer's batching is not counted as Spark's latency.
@@ -65,7 +66,8 @@ def send_timed(
     from kafka import KafkaProducer
 
     producer = KafkaProducer(**client_options(bootstrap), linger_ms=0, acks=1)
-    sent, started = [], time.monotonic()
+    sent = []
+    started = time.monotonic()
     try:
         for number, record in enumerate(records, start=1):
             stamped = {**record, SENT_FIELD: int(time.time() * 1000)}
@@ -92,7 +94,8 @@ def warm_up(
     make_record: Callable[[int], dict],
     timeout: float = 120.0,
 ) -> int:
-    """Send a message every half second until each output topic has a new record; how many were sent.
+    """Send a message every half second until each output topic has a new record; return how
+    many were sent.
 
     A query's first micro-batch (or real-time batch) plans the query and opens its Kafka
     clients: seconds, not milliseconds. Measuring starts once every query has answered.
@@ -172,7 +175,8 @@ def measure_latency(
 
 
 def percentile(values: Sequence[float], q: float) -> float:
-    """The nearest-rank ``q``-th percentile: the smallest value with at least q% of the values at or below it."""
+    """The nearest-rank ``q``-th percentile: the smallest value with at least q% of the values
+    at or below it."""
     if not values:
         raise ValueError("no values")
     ordered = sorted(values)
@@ -188,7 +192,8 @@ def summary_rows(latencies: Mapping[str, Sequence[float]]) -> list[tuple]:
 
 
 def cores_missing(context, real_time_partitions: int) -> str | None:
-    """Why real-time mode cannot run beside a micro-batch query on this SparkContext, or None if it can.
+    """Why real-time mode cannot run beside a micro-batch query on this SparkContext, or None
+    if it can.
 
     Real-time mode holds a core per Kafka partition for its whole batch, and the micro-batch
     query measured beside it needs one more. With fewer, Spark does not fail: a partition is
@@ -196,24 +201,23 @@ def cores_missing(context, real_time_partitions: int) -> str | None:
     master says its cores in its name (``local``, ``local[N]``, ``local[N,F]``, ``local[*]``); on a
     cluster, the executors' cores are the context's defaultParallelism.
     """
-    master, needed = context.master, real_time_partitions + 1
+    master = context.master
+    needed = real_time_partitions + 1
     found = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", master.strip())
     if found is None:
-        cores, instead = (
-            context.defaultParallelism,
-            f"on a cluster whose executors have {needed} cores or more",
-        )
+        cores = context.defaultParallelism
+        instead = f"on a cluster whose executors have {needed} cores or more"
     else:
         cores = (os.cpu_count() or 1) if found[1] == "*" else int(found[1] or 1)
         instead = (
-            f"with --master 'local[{needed}]' or more (the default, local[*], takes every core), on a "
-            f"machine with at least {needed} cores"
+            f"with --master 'local[{needed}]' or more (the default, local[*], takes every core), "
+            f"on a machine with at least {needed} cores"
         )
     if cores >= needed:
         return None
     return (
         f"Skipped: real-time mode holds a core per Kafka partition for its whole batch, and the "
         f"micro-batch query measured beside it needs one more: {needed} cores for this "
-        f"{real_time_partitions}-partition topic. This session has {cores} ({master}). Run the lesson "
-        f"{instead}."
+        f"{real_time_partitions}-partition topic. This session has {cores} ({master}). "
+        f"Run the lesson {instead}."
     )

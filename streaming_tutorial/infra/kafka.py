@@ -53,6 +53,22 @@ def bootstrap_servers() -> str:
     return configured_bootstrap() or config.local_kafka_bootstrap()
 
 
+def security_options(bootstrap: str) -> dict[str, str]:
+    """A secured cluster's login for Spark's Kafka source and sink, without the broker address.
+
+    For a chain that names the address itself::
+
+        .option("kafka.bootstrap.servers", bootstrap)
+        .options(**security_options(bootstrap))
+
+    The protocol, SASL login, CA file and KAFKA_OPTION_ settings the environment gives for
+    KAFKA_BOOTSTRAP_SERVERS (``infra/kafka_security.py``); empty for any other address, such
+    as the course's own broker, which speaks plaintext.
+    """
+    options = spark_options(bootstrap)
+    return {name: value for name, value in options.items() if name != "kafka.bootstrap.servers"}
+
+
 def unreachable_advice(bootstrap: str, detail: str = "") -> str:
     configured = configured_bootstrap()
     if configured and bootstrap == configured:

@@ -1,8 +1,8 @@
-"""Lesson 08 (Kafka source and sink): its query against a real broker, its functions on hand-made rows,
-and the lesson run as a learner runs it.
+"""Lesson 08 (Kafka source and sink): its query against a real broker, its functions on
+hand-made rows, and the lesson run as a learner runs it.
 
-The ``kafka_bootstrap`` fixture (conftest.py) provides the test run's own broker; the ``topic`` fixture
-gives every test topics with a fresh suffix and deletes them afterwards.
+The ``kafka_bootstrap`` fixture (conftest.py) provides the test run's own broker; the ``topic``
+fixture gives every test topics with a fresh suffix and deletes them afterwards.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from common.parsing import read_kafka
 from common.timestamps import iso
 from conftest import load_lesson
 from data_generators import kafka_producer
@@ -30,7 +29,8 @@ from infra.kafka import consume_all, end_offsets, ensure_topics
 
 BASE = datetime(2025, 1, 15, 10, 30, tzinfo=timezone.utc)
 lesson = load_lesson("08_kafka_streaming")
-# kafka-python 3.0 loads its protocol schemas with importlib.resources calls that Python 3.11 deprecates.
+# kafka-python 3.0 loads its protocol schemas with importlib.resources calls that Python 3.11
+# deprecates.
 pytestmark = [
     pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
     pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
@@ -77,6 +77,16 @@ def expected_enriched(delivery) -> tuple[str, dict]:
     return event["user_id"], value
 
 
+def by_event_id(pair: tuple[str, dict]) -> str:
+    """Sort key of a (key, value) record: its event_id."""
+    return pair[1]["event_id"]
+
+
+def by_source_offset(pair: tuple[str, dict]) -> tuple[int, int]:
+    """Sort key of a quarantine record: where the original message is (partition, offset)."""
+    return (pair[1]["source_partition"], pair[1]["source_offset"])
+
+
 def run_once(records, bootstrap: str, topic: str, checkpoint) -> None:
     """Write ``records`` to ``topic`` with the lesson's own Kafka writer, once over all input."""
     query = lesson.start_kafka_sink(
@@ -100,7 +110,9 @@ def test_lesson_writes_every_good_event_enriched_and_quarantines_the_malformed(
     )
     deliveries = kafka_producer.send_messages(kafka_bootstrap, messages)
 
-    parsed = lesson.read_events(spark, kafka_bootstrap, source, max_offsets_per_trigger=10)
+    parsed = lesson.parse_events(
+        lesson.read_messages(spark, kafka_bootstrap, source, max_offsets_per_trigger=10)
+    )
     run_once(
         lesson.to_kafka_record(lesson.build_enriched(parsed)),
         kafka_bootstrap,
@@ -122,8 +134,7 @@ def test_lesson_writes_every_good_event_enriched_and_quarantines_the_malformed(
         (record.key.decode(), json.loads(record.value))
         for record in consume_all(kafka_bootstrap, enriched)
     ]
-    by_id = lambda pair: pair[1]["event_id"]  # noqa: E731
-    assert sorted(written, key=by_id) == sorted(map(expected_enriched, good), key=by_id)
+    assert sorted(written, key=by_event_id) == sorted(map(expected_enriched, good), key=by_event_id)
     assert [list(value) for _, value in written][0] == ENRICHED_FIELDS
 
     held = [
@@ -144,8 +155,7 @@ def test_lesson_writes_every_good_event_enriched_and_quarantines_the_malformed(
         )
         for delivery in bad
     ]
-    offsets = lambda pair: (pair[1]["source_partition"], pair[1]["source_offset"])  # noqa: E731
-    assert sorted(held, key=offsets) == sorted(expected_bad, key=offsets)
+    assert sorted(held, key=by_source_offset) == sorted(expected_bad, key=by_source_offset)
 
 
 @pytest.mark.kafka
@@ -159,7 +169,9 @@ def test_a_replay_writes_duplicates_that_dedupe_by_event_id_removes(
         kafka_producer.build_messages("ecommerce", 6, seed=3, base_time=BASE, topic=source),
     )
     records = lesson.to_kafka_record(
-        lesson.build_enriched(lesson.read_events(spark, kafka_bootstrap, source))
+        lesson.build_enriched(
+            lesson.parse_events(lesson.read_messages(spark, kafka_bootstrap, source))
+        )
     )
     run_once(records, kafka_bootstrap, enriched, tmp_path / "first")
     run_once(records, kafka_bootstrap, enriched, tmp_path / "first")  # same checkpoint: nothing new
@@ -197,7 +209,7 @@ def test_max_offsets_per_trigger_bounds_every_micro_batch(spark, kafka_bootstrap
         kafka_producer.build_messages("ecommerce", 12, base_time=BASE, topic=source),
     )
     query = (
-        read_kafka(spark, kafka_bootstrap, source, max_offsets_per_trigger=5)
+        lesson.read_messages(spark, kafka_bootstrap, source, max_offsets_per_trigger=5)
         .writeStream.format("noop")
         .option("checkpointLocation", str(tmp_path / "bounded"))
         .trigger(availableNow=True)
@@ -207,7 +219,7 @@ def test_max_offsets_per_trigger_bounds_every_micro_batch(spark, kafka_bootstrap
     assert [progress["numInputRows"] for progress in query.recentProgress] == [5, 5, 2]
 
 
-# --- lesson 08's functions on hand-made rows (no broker needed) --------------------------------------
+# --- lesson 08's functions on hand-made rows (no broker needed) ----------------------------------
 
 KAFKA_ROW = StructType(
     [
@@ -284,7 +296,8 @@ def test_enrich_adds_revenue_for_purchases_only_and_the_event_date(spark):
     ]
 
 
-# --- lesson 08 as a learner runs it -----------------------------------------------------------------
+# --- lesson 08 as a learner runs it ----------------------------------------------------------
 
 
-# Lesson 08 as a learner runs it (through spark-submit, on a Spark standalone cluster): tests/test_cluster.py.
+# Lesson 08 as a learner runs it (through spark-submit, on a Spark standalone cluster):
+# tests/test_cluster.py.

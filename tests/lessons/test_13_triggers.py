@@ -6,6 +6,7 @@ benchmarks, not to a test.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 
@@ -20,7 +21,8 @@ from teaching.demos import show_refusal
 from teaching.microbatch import stream_batches, write_batches
 
 lesson = load_lesson("13_triggers")
-# kafka-python 3.0 loads its protocol schemas with importlib.resources calls that Python 3.11 deprecates.
+# kafka-python 3.0 loads its protocol schemas with importlib.resources calls that Python 3.11
+# deprecates.
 pytestmark = [
     pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
     pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
@@ -89,11 +91,11 @@ def test_available_now_reads_exactly_what_is_there_and_once_ignores_the_limit(
     kinds = lesson.read_kinds(spark)
 
     backfill = lesson.start_and_run(
-        spark, kafka_bootstrap, kinds, {"availableNow": True}, tmp_path / "now"
+        spark, kafka_bootstrap, kinds, lesson.start_available_now, tmp_path / "now"
     )
-    once = lesson.start_and_run(spark, kafka_bootstrap, kinds, {"once": True}, tmp_path / "once")
+    once = lesson.start_and_run(spark, kafka_bootstrap, kinds, lesson.start_once, tmp_path / "once")
     again = lesson.start_and_run(
-        spark, kafka_bootstrap, kinds, {"availableNow": True}, tmp_path / "now"
+        spark, kafka_bootstrap, kinds, lesson.start_available_now, tmp_path / "now"
     )
 
     assert [report["numInputRows"] for report in progress.batches_run(backfill)] == [10, 10, 5]
@@ -120,7 +122,9 @@ def test_default_and_processing_time_triggers_give_exact_rows(spark, tmp_path, t
         .writeStream.format("memory")
         .queryName(name)
     )
-    query = (writer.trigger(**trigger) if trigger else writer).start()
+    if trigger:  # no .trigger() call at all: the default
+        writer = writer.trigger(**trigger)
+    query = writer.start()
 
     drain([query])  # processAllAvailable, then a stop between batches
 
@@ -149,7 +153,7 @@ def test_real_time_mode_refuses_append_state_the_rate_source_and_the_memory_sink
     ):
         what = start.__doc__.split("\n\n")[0]
         conditions[start.__name__] = show_refusal(
-            lambda: start(spark, kafka_bootstrap, kinds), what
+            functools.partial(start, spark, kafka_bootstrap, kinds), what
         )
 
     assert (
@@ -163,8 +167,8 @@ def test_real_time_mode_refuses_append_state_the_rate_source_and_the_memory_sink
     out = capsys.readouterr().out
     # The rate source and dropDuplicates pass start() and fail once the query runs.
     assert (
-        "Real-time mode on the rate source starts, then fails (query.exception()):\n  [STREAMING_REAL_TIME"
-        in out
+        "Real-time mode on the rate source starts, then fails (query.exception()):\n"
+        "  [STREAMING_REAL_TIME" in out
     )
     assert "Real-time mode with dropDuplicates starts, then fails" in out
 
