@@ -9,10 +9,11 @@ What you'll learn
     feed, a join side); ``dropDuplicatesWithinWatermark``; a state field added with avro.
 
 Run
-  python streaming_tutorial/15_state_store.py             # the files in data/ecommerce_events
-  python streaming_tutorial/15_state_store.py --reset     # forget the sessions, read the files again
+  python streaming_tutorial/15_state_store.py            # the files in data/ecommerce_events
+  python streaming_tutorial/15_state_store.py --reset    # forget the sessions, read the files again
   No files and no simulator running: it starts the shop simulator (4 files, 3 s apart); or run it:
-    python data_generators/generate_ecommerce_events.py --count 4 --interval 3 --base-time 2025-01-15T10:30:00Z
+    python data_generators/generate_ecommerce_events.py --count 4 --interval 3 \\
+        --base-time 2025-01-15T10:30:00Z
 
 What you'll see
   transformWithState on the default (HDFS-backed) store starts, then fails (query.exception()):
@@ -24,166 +25,202 @@ What you'll see
     5      -                                             USER-2019 USER-2023 USER-2036
   09: joinSide=right (clicks kept): 2 rows
     IMP-1  CLK-1, IMP-1, 10:03:00
-  spark.sql.streaming.stateStore.encodingFormat=avro, after the restart: [Row(user_id='U1', events=5, kept='(3, None)')]
-  spark.sql.streaming.stateStore.encodingFormat=unsaferow (the default) starts, then fails (query.exception()):
-    [STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE] Provided value schema does not match existing state value schema.
+  spark.sql.streaming.stateStore.encodingFormat=avro, after the restart: [Row(user_id='U1', ...
+  spark.sql.streaming.stateStore.encodingFormat=unsaferow (the default) starts, then fails ...
+    [STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE] Provided value schema does not match existing ...
 """
 
 from __future__ import annotations
 
 import sys
-from datetime import timedelta, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from lesson15_state_demos import (
+    rows_of,
+    run_scenario,
+    session_conf,
+    start_restarted,
+    views_of_u1,
+)
 from pyspark import cloudpickle
 from pyspark.sql import DataFrame, GroupedData, Row
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StatefulProcessor
 
 from common import paths
-from common.parsing import (
-    parse_json,
-    quarantine_summary,
-    quarantined,
-    read_json_lines,
-    start_quarantine,
-    valid_records,
-)
+
+# Lesson 03 teaches parsing with a quarantine reason; this lesson reuses it.
+from common.parsing import parse_json, quarantine_summary, quarantined, valid_records
+from common.schemas import CLICK_SCHEMA, IMPRESSION_SCHEMA, SENSOR_SCHEMA
 from common.schemas import ECOMMERCE_EVENT_SCHEMA as EVENTS
 from infra import cli
 from infra.runner import banner, checkpoint_root, lesson_session, run_lesson, run_queries, say
 from infra.simulators import file_input_for_lesson
-from teaching import checkpoints, lateness, state_reader
+from teaching import checkpoints, lateness
 from teaching.demos import Output, replay, show_refusal
 from teaching.microbatch import stream_batches, write_batches
-from teaching.state_reader import (
-    CHANGELOG_CONF,
-    ENCODING_CONF,
-    HDFS_PROVIDER,
-    PROVIDER_CONF,
-    ROCKSDB_PROVIDER,
-    count_events,
-)
+from teaching.state_reader import print_states, state_files
 
 LESSON = "15_state_store"
-DEFAULT_DURATION = (
-    60  # an upper bound: the live part stops once the simulator is done and its files are read
-)
+# An upper bound: the live part stops once the simulator is done and its files are read.
+DEFAULT_DURATION = 60
 TRIGGER_INTERVAL = "2 seconds"
+MAX_FILES_PER_TRIGGER = 1  # one simulator file per micro-batch: sessions grow batch by batch
 WATERMARK_DELAY = "10 seconds"  # how late an event may be and still count
-SESSION_GAP = timedelta(
-    minutes=1
-)  # a session ends after this long (event time) without an event of its user
+SESSION_GAP = timedelta(minutes=1)  # a session ends this long (event time) after its last event
 RECENT_EVENTS = 4  # the event types a session keeps for its path
-# transformWithState keeps its state in RocksDB (the only provider it supports); with changelog
-# checkpointing each micro-batch writes only what changed, and the change feed can be read back.
-STATE_STORE_CONF = {PROVIDER_CONF: ROCKSDB_PROVIDER, CHANGELOG_CONF: "true"}
+DEDUP_DELAY = "30 seconds"  # part 5: how long after its event time an id is remembered
+
+# The state store. Spark reads these settings when a query starts from a fresh checkpoint; a
+# checkpoint keeps the ones it started with.
+PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+# Spark's default provider: state in a hash map on the JVM heap, written as N.delta files.
+HDFS_PROVIDER = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+# How state rows are encoded: 'unsaferow' (the default) or 'avro'; fixed at a checkpoint's
+# first start. Part 6 sets it for a checkpoint of its own.
+ENCODING_CONF = "spark.sql.streaming.stateStore.encodingFormat"
+# The settings of this lesson's session: every query in it keeps its state this way.
+STATE_STORE_CONF = {
+    # transformWithState keeps its state in RocksDB (the only provider it supports): on local
+    # disk, off the JVM heap.
+    PROVIDER_CONF: ROCKSDB_PROVIDER,
+    # Changelog checkpointing: each micro-batch writes only what changed (N.changelog), and a
+    # snapshot (N.zip) now and then; the change feed of part 3 needs it.
+    CHANGELOG_CONF: "true",
+}
+
 SIMULATOR = (
     "ecommerce",
     "generate_ecommerce_events.py",
     ["--count", "4", "--interval", "3", "--base-time", "2025-01-15T10:30:00Z"],
 )
 OUTPUT = paths.output_for(LESSON)  # the scenarios' inputs and checkpoints, afresh on every run
-SESSION_STATE = "events INT, spent DOUBLE, last_seen TIMESTAMP"
+SESSION_STATE = "events INT, spent DOUBLE, last_seen TIMESTAMP"  # the ValueState 'session'
 SESSION_SCHEMA = (
     "user_id STRING, status STRING, events INT, spent DOUBLE, products INT, path STRING, "
     "last_seen TIMESTAMP"
 )
-# Parts 5 and 6: views of U1, the same events delivered again (E1 three times, E2 twice), 2025-01-15 UTC.
+COUNTS_SCHEMA = "user_id STRING, events INT, kept STRING"  # part 6's output
+# Parts 5 and 6: views of U1, the same events delivered again (E1 three times, E2 twice),
+# 2025-01-15 UTC.
 REPLAYED = [
     [("E1", "10:30:00"), ("E2", "10:30:20"), ("E1", "10:30:00")],
     [("E1", "10:30:00"), ("E3", "10:31:00")],
     [("E4", "10:33:00"), ("E2", "10:30:20")],
 ]
-
-
-def to_events(
-    batches: list[list[tuple[str, str]]],
-) -> list[list[dict]]:  # (event id, time) -> a view of U1
-    return [
-        [
-            {
-                "event_id": event,
-                "user_id": "U1",
-                "event_type": "view",
-                "product_id": "P001",
-                "timestamp": f"2025-01-15T{time}Z",
-            }
-            for event, time in batch
-        ]
-        for batch in batches
-    ]
+FIRST_BATCHES = 2  # part 4 runs lessons 07 and 09 on the first micro-batches of their scenarios
 
 
 def read_events(spark, folder: Path) -> DataFrame:
     """The folder's shop events, one file per micro-batch, parsed with a quarantine reason."""
-    return parse_json(read_json_lines(spark, folder, max_files_per_trigger=1), EVENTS)
-
-
-def build_session_processor(
-    gap: timedelta = SESSION_GAP, recent_ttl: timedelta | None = None
-) -> StatefulProcessor:
-    """A session per user: open while events come, closed by an event-time timer ``gap`` after its last."""
-    gap_ms, ttl_ms = (
-        int(gap.total_seconds() * 1000),
-        recent_ttl and int(recent_ttl.total_seconds() * 1000),
+    folder.mkdir(parents=True, exist_ok=True)
+    # Text first, so a line that is no good event is kept (and quarantined), never lost.
+    lines = (
+        spark.readStream.option("maxFilesPerTrigger", MAX_FILES_PER_TRIGGER)
+        .text(paths.uri(folder))
+        # _metadata is the hidden per-file column of file sources: which file each line came from.
+        .withColumn("source_file", F.col("_metadata.file_name"))
     )
+    # Lesson 03's parse: the event's fields, and a quarantine_reason (null for a good event).
+    return parse_json(lines, EVENTS)
 
-    class UserSessions(StatefulProcessor):
-        def init(self, handle):
-            # The state variables, by name and schema: one value (list, map) per key. TTL: see part 1.
-            self.handle, self.session = handle, handle.getValueState("session", SESSION_STATE)
-            self.recent = handle.getListState("recent_events", "event_type STRING", ttl_ms)
-            self.views = handle.getMapState("product_views", "product_id STRING", "views INT")
 
-        def handleInputRows(self, key, rows, timerValues):
-            # key is ALWAYS a tuple, even for one grouping column, and timerValues is always passed:
-            (user_id,) = (
-                key  # 4.2's docstring example yields Row(id=key) and leaves timerValues out: both fail
-            )
-            events, spent, last_seen = self.session.get() or (0, 0.0, None)
-            for row in sorted(
-                rows, key=lambda row: row.timestamp
-            ):  # Rows (transformWithStateInPandas: pandas)
-                # Rows bring aware times, state gives back naive local ones: compare both in UTC.
-                at, last_seen = (
-                    time and time.astimezone(timezone.utc) for time in (row.timestamp, last_seen)
-                )
-                events, last_seen = events + 1, max(last_seen or at, at)
-                spent = round(
-                    spent + (row.price * row.quantity if row.event_type == "purchase" else 0.0), 2
-                )
-                self.recent.appendValue((row.event_type,))
-                if row.product_id:  # a map per user: product -> views
-                    seen = self.views.getValue((row.product_id,))
-                    self.views.updateValue((row.product_id,), ((seen[0] if seen else 0) + 1,))
-            self.recent.put(list(self.recent.get())[-RECENT_EVENTS:])
-            self.session.update((events, spent, last_seen))
-            # One timer per user, moved to the session's new end. Spark calls handleExpiredTimer once
-            # the watermark passes it: no event of this session can still come then.
-            [self.handle.deleteTimer(expiry) for expiry in self.handle.listTimers()]
-            self.handle.registerTimer(int(last_seen.timestamp() * 1000) + gap_ms)
-            yield self.summary(user_id, "open")
+def in_utc(moment: datetime | None) -> datetime | None:
+    """Rows bring aware times, state gives back naive local ones: compare both in UTC."""
+    return moment and moment.astimezone(timezone.utc)
 
-        def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
-            closed = self.summary(key[0], "closed")
-            for state in (self.session, self.recent, self.views):
-                state.clear()  # forget the user, or the state store keeps every user ever seen
-            yield closed
 
-        def summary(self, user_id: str, status: str) -> Row:
-            events, spent, last_seen = self.session.get()
-            return Row(
-                user_id=user_id,
-                status=status,
-                events=events,
-                spent=spent,
-                products=len(list(self.views.keys())),
-                path=">".join(t for (t,) in self.recent.get()),
-                last_seen=last_seen,
-            )
+class UserSessions(StatefulProcessor):
+    """A session per user: open while events come, closed by an event-time timer ``gap`` after
+    its last event."""
 
-    return UserSessions()
+    def __init__(self, gap: timedelta = SESSION_GAP, recent_ttl: timedelta | None = None):
+        self.gap_ms = int(gap.total_seconds() * 1000)
+        # A TTL drops a value that long after it was written (see part 1); None: no TTL.
+        self.recent_ttl_ms = recent_ttl and int(recent_ttl.total_seconds() * 1000)
+
+    def init(self, handle):
+        # The state variables, by name and schema: one value (list, map) per key.
+        self.handle = handle
+        self.session = handle.getValueState("session", SESSION_STATE)
+        self.recent = handle.getListState("recent_events", "event_type STRING", self.recent_ttl_ms)
+        self.views = handle.getMapState("product_views", "product_id STRING", "views INT")
+
+    def handleInputRows(self, key, rows, timerValues):
+        # key is ALWAYS a tuple, even for one grouping column, and timerValues is always passed:
+        # 4.2's docstring example yields Row(id=key) and leaves timerValues out: both fail.
+        (user_id,) = key
+        events, spent, last_seen = self.session.get() or (0, 0.0, None)
+        last_seen = in_utc(last_seen)
+        # rows: the key's Rows of this micro-batch (transformWithStateInPandas: pandas).
+        for row in sorted(rows, key=lambda row: row.timestamp):
+            at = in_utc(row.timestamp)
+            events += 1
+            last_seen = max(last_seen or at, at)
+            if row.event_type == "purchase":
+                spent = round(spent + row.price * row.quantity, 2)
+            self.recent.appendValue((row.event_type,))
+            if row.product_id:  # a map per user: product -> views
+                seen = self.views.getValue((row.product_id,))
+                views = seen[0] if seen else 0
+                self.views.updateValue((row.product_id,), (views + 1,))
+        self.recent.put(list(self.recent.get())[-RECENT_EVENTS:])
+        self.session.update((events, spent, last_seen))
+        # One timer per user, moved to the session's new end. Spark calls handleExpiredTimer once
+        # the watermark passes it: no event of this session can still come then.
+        for expiry in self.handle.listTimers():
+            self.handle.deleteTimer(expiry)
+        self.handle.registerTimer(int(last_seen.timestamp() * 1000) + self.gap_ms)
+        yield self.summary(user_id, "open")
+
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
+        closed = self.summary(key[0], "closed")
+        # Forget the user, or the state store keeps every user ever seen.
+        self.session.clear()
+        self.recent.clear()
+        self.views.clear()
+        yield closed
+
+    def summary(self, user_id: str, status: str) -> Row:
+        events, spent, last_seen = self.session.get()
+        return Row(
+            user_id=user_id,
+            status=status,
+            events=events,
+            spent=spent,
+            products=len(list(self.views.keys())),
+            path=">".join(event_type for (event_type,) in self.recent.get()),
+            last_seen=last_seen,
+        )
+
+
+class CountEvents(StatefulProcessor):
+    """Part 6: events per user in a ValueState of ``state_schema`` (its first field: the count;
+    any others stay null). Outputs what the state held before, as text."""
+
+    def __init__(self, state_schema: str):
+        self.state_schema = state_schema
+
+    def init(self, handle):
+        self.counts = handle.getValueState("counts", self.state_schema)
+
+    def handleInputRows(self, key, rows, timerValues):
+        kept = self.counts.get()
+        events = (kept[0] if kept else 0) + sum(1 for _ in rows)
+        # The count, then a null for each further field of the schema.
+        self.counts.update((events,) + (None,) * self.state_schema.count(","))
+        yield Row(user_id=key[0], events=events, kept=str(kept))
+
+
+def send_processors_by_value() -> None:
+    """Imported (the tests), this file is a module Python workers cannot import (its name
+    starts with a digit): have cloudpickle send its processors by value, as it does for
+    __main__."""
+    if __name__ != "__main__":
+        cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
 def build_sessions(
@@ -194,83 +231,114 @@ def build_sessions(
     watermark_delay: str = WATERMARK_DELAY,
 ) -> DataFrame:
     """One row per user per batch with events ("open"), and a last one once the timer closes it."""
-    if (
-        __name__ != "__main__"
-    ):  # imported (the tests): Python workers cannot import "15_...": send it by value
-        cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    send_processors_by_value()
     # The watermark drives the event-time timers (and drops late rows before handleInputRows).
     return (
         events.withWatermark("timestamp", watermark_delay)
         .groupBy("user_id")
         .transformWithState(
-            build_session_processor(gap, recent_ttl), SESSION_SCHEMA, "Update", "EventTime"
+            UserSessions(gap, recent_ttl),
+            SESSION_SCHEMA,
+            "Update",
+            "EventTime",
         )
     )
 
 
-def build_replay_filters() -> dict[str, Output]:
-    """Part 5: the same events through dropDuplicatesWithinWatermark and dropDuplicates."""
+def build_event_counts(events: DataFrame, state_schema: str) -> DataFrame:
+    """Part 6: a count per user, kept in state of ``state_schema``; no timers ("None")."""
+    send_processors_by_value()
+    return events.groupBy("user_id").transformWithState(
+        CountEvents(state_schema),
+        COUNTS_SCHEMA,
+        "Update",
+        "None",
+    )
+
+
+def build_dedup_within_watermark(events: DataFrame) -> DataFrame:
+    """Part 5: each event_id once; an id is forgotten once the watermark passes its time + 30 s."""
+    return events.withWatermark("timestamp", DEDUP_DELAY).dropDuplicatesWithinWatermark(
+        ["event_id"]
+    )
+
+
+def build_dedup_forever(events: DataFrame) -> DataFrame:
+    """Part 5: each event_id once; every id is remembered for ever."""
+    return events.dropDuplicates(["event_id"])
+
+
+def dedup_outputs() -> dict[str, Output]:
+    """Part 5: the two deduplications, each replayed on the same events."""
     return {
-        "within watermark": Output(
-            lambda events: events.withWatermark(
-                "timestamp", "30 seconds"
-            ).dropDuplicatesWithinWatermark(["event_id"]),
-            sort_key=lambda r: r.event_id,
-        ),
-        "dropDuplicates": Output(
-            lambda events: events.dropDuplicates(["event_id"]), sort_key=lambda r: r.event_id
-        ),
+        "within watermark": Output(build_dedup_within_watermark, sort_key=lambda r: r.event_id),
+        "dropDuplicates": Output(build_dedup_forever, sort_key=lambda r: r.event_id),
     }
 
 
-def read_state(spark, checkpoint: Path, **options) -> DataFrame:
-    """The state rows as of the last committed batch; options pick what: stateVarName=..., joinSide=left,
-    readRegisteredTimers=True, readChangeFeed=True (with changeStartBatchId)."""
-    return spark.read.format("statestore").options(**options).load(paths.uri(checkpoint))
-
-
 def read_session_state(spark, checkpoint: Path) -> dict[str, DataFrame]:
-    """Part 3: the operators, each state variable, the timers, and what each batch changed in 'session'."""
-    # state-metadata: every stateful operator, its stores, batches and (transformWithState) variables.
-    states = {"state-metadata": spark.read.format("state-metadata").load(paths.uri(checkpoint))}
-    states.update(
-        {
-            f"stateVarName={name}": read_state(spark, checkpoint, stateVarName=name)
-            for name in ("session", "recent_events", "product_views")
-        }
-    )
-    states["readRegisteredTimers"] = read_state(
-        spark, checkpoint, readRegisteredTimers=True
-    ).select(
+    """Part 3: the operators, each state variable, the timers, and what each batch changed in
+    'session'; batch DataFrames, as of the last committed micro-batch."""
+    location = paths.uri(checkpoint)
+    # state-metadata: every stateful operator, its stores, batches and (transformWithState)
+    # variables.
+    states = {"state-metadata": spark.read.format("state-metadata").load(location)}
+    # statestore: the rows of one state variable, by the name init() gave it.
+    for name in ("session", "recent_events", "product_views"):
+        states[f"stateVarName={name}"] = (
+            spark.read.format("statestore").option("stateVarName", name).load(location)
+        )
+    # The timers still registered: each key, and when its timer is due.
+    timers = spark.read.format("statestore").option("readRegisteredTimers", True).load(location)
+    states["readRegisteredTimers"] = timers.select(
         "key",
         F.timestamp_millis("expiration_timestamp_ms").alias("fires_once_the_watermark_passes"),
     )
     # Only with changelog checkpointing: every batch's changes, from changeStartBatchId on.
-    states["readChangeFeed"] = read_state(
-        spark, checkpoint, stateVarName="session", readChangeFeed=True, changeStartBatchId=0
+    states["readChangeFeed"] = (
+        spark.read.format("statestore")
+        .option("stateVarName", "session")
+        .option("readChangeFeed", True)
+        .option("changeStartBatchId", 0)
+        .load(location)
     )
     return states
 
 
 def read_other_lessons_state(spark, workdir: Path = OUTPUT) -> dict[str, DataFrame]:
-    """Part 4: lesson 07's windowed count and 09's stream-stream join, each run on a few of its own events."""
-    built = state_reader.other_lessons_checkpoints(spark, workdir)
+    """Part 4: lesson 07's windowed count and 09's stream-stream join, each run afresh on the
+    first batches of its own scenario, then their state read back."""
+    # Lesson 07 teaches the windowed count with a watermark, lesson 09 the stream-stream join:
+    # their own build_ functions and scenarios.
+    watermarking = paths.import_lesson("07_watermarking")
+    joins = paths.import_lesson("09_stream_joins")
+    sensor_batches = watermarking.to_readings(watermarking.SCENARIO[:FIRST_BATCHES])
+    readings = {"readings": (sensor_batches, SENSOR_SCHEMA)}
+    ads = {
+        "impressions": (joins.IMPRESSIONS[:FIRST_BATCHES], IMPRESSION_SCHEMA),
+        "clicks": (joins.CLICKS[:FIRST_BATCHES], CLICK_SCHEMA),
+    }
+    windows = run_scenario(spark, readings, watermarking.build_window_counts, workdir / "07")
+    join = run_scenario(spark, ads, joins.build_ad_join, workdir / "09")
+    open_windows = spark.read.format("statestore").load(paths.uri(windows))
     return {
-        "07: windows still open": read_state(spark, built["07"]).select(
-            "key.window.*", "value.count"
-        ),
+        "07: windows still open": open_windows.select("key.window.*", "value.count"),
         # A join keeps a store per side; joinSide picks one.
-        "09: joinSide=left (impressions kept)": read_state(spark, built["09"], joinSide="left"),
-        "09: joinSide=right (clicks kept)": read_state(spark, built["09"], joinSide="right"),
+        "09: joinSide=left (impressions kept)": (
+            spark.read.format("statestore").option("joinSide", "left").load(paths.uri(join))
+        ),
+        "09: joinSide=right (clicks kept)": (
+            spark.read.format("statestore").option("joinSide", "right").load(paths.uri(join))
+        ),
     }
 
 
 def start_on_default_store(spark):
-    """Part 1: the sessions on one batch of REPLAYED, into nothing: only whether Spark runs it matters."""
+    """Part 1: the sessions on one batch of REPLAYED, into nothing: only whether Spark runs it
+    matters."""
     paths.remove_tree(OUTPUT / "hdfs", allow_outside=True)
-    events = stream_batches(
-        spark, write_batches(OUTPUT / "hdfs" / "input", to_events(REPLAYED[:1])), EVENTS
-    )
+    folder = write_batches(OUTPUT / "hdfs" / "input", views_of_u1(REPLAYED[:1]))
+    events = stream_batches(spark, folder, EVENTS)
     return (
         build_sessions(events)
         .writeStream.format("noop")
@@ -282,119 +350,127 @@ def start_on_default_store(spark):
 
 
 def start_evolved_counts(spark, encoding: str, workdir: Path = OUTPUT) -> tuple:
-    """Part 6: counts kept as (events), then restarted as (events, last_type), state encoded in ``encoding``."""
-    return state_reader.start_restarted(
+    """Part 6: counts kept as (events), then restarted as (events, last_type), with the state
+    encoded in ``encoding``: (the restarted query, its Run)."""
+    return start_restarted(
         spark,
-        count_events("events INT"),
-        count_events("events INT, last_type STRING"),
-        to_events(REPLAYED[:2]),
+        lambda events: build_event_counts(events, "events INT"),
+        lambda events: build_event_counts(events, "events INT, last_type STRING"),
+        views_of_u1(REPLAYED[:2]),
         EVENTS,
         workdir / "evolution" / encoding,
+        # For the first run only: the checkpoint keeps the encoding it started with.
         settings={ENCODING_CONF: encoding},
     )
 
 
-def start_queries(events: DataFrame, checkpoints: Path, quarantine: Path, trigger: dict) -> list:
+def start_queries(events: DataFrame, checkpoint_dir: Path, quarantine: Path, trigger: dict) -> list:
     """The sessions on the console (their state in the checkpoint); bad lines to the quarantine."""
+    # Update mode: each batch prints the sessions it opened, extended or closed.
     sessions = (
         build_sessions(valid_records(events, EVENTS))
         .writeStream.format("console")
         .outputMode("update")
         .option("truncate", False)
         .option("numRows", 30)
-        .option("checkpointLocation", paths.uri(checkpoints / "sessions"))
+        .option("checkpointLocation", paths.uri(checkpoint_dir / "sessions"))
         .queryName("sessions")
         .trigger(**trigger)
         .start()
     )
-    return [
-        sessions,
-        start_quarantine(
-            quarantined(events, "source_file"),
-            quarantine,
-            checkpoints / "quarantine",
-            trigger,
-            name="sessions_quarantine",
-        ),
-    ]
+    # The bad lines, kept whole with their reason in JSON files (lesson 03's quarantine).
+    bad_lines = (
+        quarantined(events, "source_file")
+        .writeStream.format("json")
+        .outputMode("append")
+        .option("path", paths.uri(quarantine))
+        .option("checkpointLocation", paths.uri(checkpoint_dir / "quarantine"))
+        .queryName("sessions_quarantine")
+        .trigger(**trigger)
+        .start()
+    )
+    return [sessions, bad_lines]
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, available_now=True).parse_args(
-        argv
-    )
-    root, quarantine = checkpoint_root(LESSON, args), paths.output_for(LESSON, "quarantine")
+    parser = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, available_now=True)
+    args = parser.parse_args(argv)
+    root = checkpoint_root(LESSON, args)
+    quarantine = paths.output_for(LESSON, "quarantine")
+    # The state store settings hold for the whole session.
     with lesson_session(LESSON, args, extra_conf=STATE_STORE_CONF) as spark:
         banner("1. transformWithState, on the RocksDB state store")
-        print(
-            f"grouped.mapGroupsWithState exists in PySpark: {hasattr(GroupedData, 'mapGroupsWithState')}"
-        )
-        with state_reader.session_conf(spark, {PROVIDER_CONF: HDFS_PROVIDER}):
+        has_map_groups = hasattr(GroupedData, "mapGroupsWithState")
+        print(f"grouped.mapGroupsWithState exists in PySpark: {has_map_groups}")
+        # Spark's default provider, for this one query: start() accepts it, the first batch fails.
+        with session_conf(spark, {PROVIDER_CONF: HDFS_PROVIDER}):
             show_refusal(
                 lambda: start_on_default_store(spark),
                 "transformWithState on the default (HDFS-backed) store",
             )
-        say("""mapGroupsWithState is Scala/Java only: Python has applyInPandasWithState (lesson 12) and
-            transformWithState. The default store keeps state in a hash map on the JVM heap (big state:
-            long GC pauses), writing N.delta files; RocksDB keeps it on local disk, off the heap. A TTL
-            needs timeMode ProcessingTime, where every trigger runs a batch: sessions end by timers.""")
+        say("""mapGroupsWithState is Scala/Java only: Python has applyInPandasWithState (lesson
+            12) and transformWithState. The default store keeps state in a hash map on the JVM
+            heap (big state: long GC pauses), writing N.delta files; RocksDB keeps it on local
+            disk, off the heap. A TTL needs timeMode ProcessingTime, where every trigger runs a
+            batch: sessions end by timers.""")
 
         banner(
-            f"2. Sessions per user, closed {SESSION_GAP.seconds // 60} min (event time) after their last event"
+            f"2. Sessions per user, closed {SESSION_GAP.seconds // 60} min (event time) "
+            "after their last event"
         )
         with file_input_for_lesson(*SIMULATOR, paths.ECOMMERCE_DIR, args) as files:
-            events, trigger = (
-                read_events(spark, paths.ECOMMERCE_DIR),
-                files.trigger(TRIGGER_INTERVAL),
-            )
+            events = read_events(spark, paths.ECOMMERCE_DIR)
+            trigger = files.trigger(TRIGGER_INTERVAL)
             run_queries(start_queries(events, root, quarantine, trigger), args, until=files.done)
-        print(
-            f"Lines quarantined in {paths.display(quarantine)}: {quarantine_summary(spark, quarantine)}"
-        )
+        summary = quarantine_summary(spark, quarantine)
+        print(f"Lines quarantined in {paths.display(quarantine)}: {summary}")
 
         banner("3. The sessions' state, read back from the checkpoint")
         if checkpoints.last_commit(root / "sessions") is None:
             say(
-                "No micro-batch has run yet, so there is no state to read: start the simulator (see Run)."
+                "No micro-batch has run yet, so there is no state to read: "
+                "start the simulator (see Run)."
             )
         else:
-            state_reader.print_states(read_session_state(spark, root / "sessions"))
-            print(
-                f"Files of state partition 0: {' '.join(state_reader.state_files(root / 'sessions')[:6])} ..."
-            )
-            say("""Open sessions are there, closed ones gone (handleExpiredTimer cleared them). With changelog
-                checkpointing a batch writes its changes (N.changelog), and a snapshot (N.zip) now and
-                then; without it, every batch uploads a snapshot and there is no change feed.""")
+            print_states(read_session_state(spark, root / "sessions"))
+            first_files = " ".join(state_files(root / "sessions")[:6])
+            print(f"Files of state partition 0: {first_files} ...")
+            say("""Open sessions are there, closed ones gone (handleExpiredTimer cleared them).
+                With changelog checkpointing a batch writes its changes (N.changelog), and a
+                snapshot (N.zip) now and then; without it, every batch uploads a snapshot and
+                there is no change feed.""")
 
         banner("4. What lessons 07 and 09 keep (rebuilt on a few of their events)")
-        state_reader.print_states(read_other_lessons_state(spark))
-        say("""A windowed count keeps a row per open window (its count, and collect_list's buffer). A join
-            keeps both sides' rows, matched or not, until the watermark passes the time bound.""")
+        print_states(read_other_lessons_state(spark))
+        say("""A windowed count keeps a row per open window (its count, and collect_list's
+            buffer). A join keeps both sides' rows, matched or not, until the watermark passes
+            the time bound.""")
 
         banner("5. Replayed events: dropDuplicatesWithinWatermark vs dropDuplicates")
         runs = replay(
             spark,
-            to_events(REPLAYED),
+            views_of_u1(REPLAYED),
             EVENTS,
-            build_replay_filters(),
+            dedup_outputs(),
             OUTPUT / "dedup",
             describe_input=lambda records: " ".join(r["event_id"] for r in records),
             describe_rows=lambda rows: " ".join(row.event_id for row in rows),
         )
         lateness.print_state_rows({label: run.progress for label, run in runs.items()})
-        say("""Both pass each event once; dropDuplicates remembers every id forever, the other forgets
-            an id once the watermark passes its time + 30 s (a copy that late is dropped anyway).""")
+        say("""Both pass each event once; dropDuplicates remembers every id forever, the other
+            forgets an id once the watermark passes its time + 30 s (a copy that late is
+            dropped anyway).""")
 
         banner("6. A field added to a state variable: avro vs the default encoding")
-        print(
-            f"{ENCODING_CONF}=avro, after the restart: {state_reader.rows_of(*start_evolved_counts(spark, 'avro'))}"
-        )
+        query, run = start_evolved_counts(spark, "avro")
+        print(f"{ENCODING_CONF}=avro, after the restart: {rows_of(query, run)}")
         show_refusal(
             lambda: start_evolved_counts(spark, "unsaferow")[0],
             f"{ENCODING_CONF}=unsaferow (the default)",
         )
-        say("""The encoding is fixed at a checkpoint's start. Avro reads the old (3,) with the new schema,
-            the new field null; the default encoding refuses any change of the schema.""")
+        say("""The encoding is fixed at a checkpoint's start. Avro reads the old (3,) with the
+            new schema, the new field null; the default encoding refuses any change of the
+            schema.""")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,8 @@
-"""teaching.state_reader: state rows shown as text, the metadata and change feed summed up, conf for a block."""
+"""teaching.state_reader: state rows shown as text, the metadata and change feed summed up.
+
+(session_conf moved with the rest of lesson 15's demo machinery to lesson15_state_demos.py;
+its test is in tests/lessons/test_15_state_store.py.)
+"""
 
 from __future__ import annotations
 
@@ -132,17 +136,3 @@ def test_state_files_in_batch_order_without_checksums(tmp_path):
         "2.changelog",
         "10.changelog",
     ]
-
-
-def test_session_conf_sets_a_conf_for_the_block_and_puts_back_what_was_there(spark):
-    key = state_reader.ENCODING_CONF
-    spark.conf.unset(key)
-    default = spark.conf.get(key)
-    spark.conf.set("spark.sql.shuffle.partitions", spark.conf.get("spark.sql.shuffle.partitions"))
-
-    with state_reader.session_conf(spark, {key: "avro", "spark.sql.shuffle.partitions": "3"}):
-        assert spark.conf.get(key) == "avro"
-        assert spark.conf.get("spark.sql.shuffle.partitions") == "3"
-
-    assert spark.conf.get(key) == default  # unset again: the default shows
-    assert spark.conf.get("spark.sql.shuffle.partitions") != "3"

@@ -1,10 +1,12 @@
-"""Lesson 15: transformWithState sessions, the state read back, dedup within a watermark, state schemas.
+"""Lesson 15: transformWithState sessions, the state read back, dedup within a watermark, state
+schemas.
 
 The sessions query runs on three hand-written micro-batches (one file each, availableNow) on
 RocksDB, set for this module on the shared session and restored afterwards (lesson 12's
 applyInPandasWithState runs on the default store in the same session). Every batch's output,
 the timers included, and every row the state data source reads back from that checkpoint are
-checked exactly. The processor is also tested alone with pyspark's TwsTester (no query).
+checked exactly. The processor is also tested alone with pyspark's TwsTester (no query), and
+session_conf, from the lesson's companion lesson15_state_demos.py, on its own.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import re
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from lesson15_state_demos import rows_of, session_conf, views_of_u1
 from pyspark.sql import Row
 from pyspark.sql.streaming import StatefulProcessor, TwsTester
 
@@ -27,11 +30,12 @@ lesson = load_lesson("15_state_store")
 
 @pytest.fixture(scope="module")
 def rocksdb(spark):
-    """RocksDB with changelog checkpointing for this module's queries; the session's own conf afterwards."""
-    before = spark.conf.get(state_reader.PROVIDER_CONF, None)
-    with state_reader.session_conf(spark, lesson.STATE_STORE_CONF):
+    """RocksDB with changelog checkpointing for this module's queries; the session's own conf
+    afterwards."""
+    before = spark.conf.get(lesson.PROVIDER_CONF, None)
+    with session_conf(spark, lesson.STATE_STORE_CONF):
         yield spark
-    assert spark.conf.get(state_reader.PROVIDER_CONF, None) == before
+    assert spark.conf.get(lesson.PROVIDER_CONF, None) == before
 
 
 def session(user, status, events, spent, products, path, last_seen) -> Row:
@@ -90,7 +94,8 @@ def test_sessions_stay_open_while_events_come_and_a_timer_closes_each(sessions_r
             session("U1", "open", 3, 40.0, 2, "view>purchase>view", "10:31:00"),
             session("U3", "open", 1, 0.0, 1, "cart", "10:31:40"),
         ],
-        # The timer fired in the batch whose watermark (10:31:30) passed it; U2's late event is gone.
+        # The timer fired in the batch whose watermark (10:31:30) passed it; U2's late event is
+        # gone.
         [
             session("U2", "closed", 1, 0.0, 1, "view", "10:30:20"),
             session("U3", "open", 2, 15.0, 1, "cart>purchase", "10:33:00"),
@@ -144,7 +149,8 @@ def test_the_state_reader_returns_what_the_checkpoint_keeps(rocksdb, sessions_ru
 
 def test_state_files_show_the_changelog_of_each_batch(sessions_run):
     _, checkpoint = sessions_run
-    # RocksDB with changelog checkpointing: a changelog per batch (versions 1-4), a snapshot at version 1.
+    # RocksDB with changelog checkpointing: a changelog per batch (versions 1-4), a snapshot at
+    # version 1.
     files = state_reader.state_files(checkpoint, partition=1)
     assert [name for name in files if name.endswith(".changelog")] == [
         f"{n}.changelog" for n in range(1, 5)
@@ -170,7 +176,7 @@ def event(
 
 def test_the_processor_alone_with_tws_tester():
     tester = TwsTester(
-        lesson.build_session_processor(),
+        lesson.UserSessions(),
         timeMode="EventTime",
         outputMode="Update",
         eventTimeExtractor=lambda row: int(row.timestamp.timestamp() * 1000),
@@ -207,9 +213,8 @@ def test_the_signature_in_the_4_2_docstring_example_fails():
         def init(self, handle):
             pass
 
-        def handleInputRows(
-            self, key, rows
-        ):  # no timerValues, as in GroupedData.transformWithState's example
+        # No timerValues, as in GroupedData.transformWithState's example.
+        def handleInputRows(self, key, rows):
             yield Row(id=key, count=1)
 
     with pytest.raises(TypeError, match="takes 3 positional arguments but 4 were given"):
@@ -221,9 +226,7 @@ def test_the_default_store_refuses_transform_with_state_once_the_query_runs(
 ):
     write_batches(tmp_path / "in", BATCHES[:1])
     events = stream_batches(rocksdb, tmp_path / "in", ECOMMERCE_EVENT_SCHEMA)
-    with state_reader.session_conf(
-        rocksdb, {state_reader.PROVIDER_CONF: state_reader.HDFS_PROVIDER}
-    ):
+    with session_conf(rocksdb, {lesson.PROVIDER_CONF: lesson.HDFS_PROVIDER}):
         query = (
             lesson.build_sessions(events)
             .writeStream.format("noop")
@@ -232,9 +235,8 @@ def test_the_default_store_refuses_transform_with_state_once_the_query_runs(
             .trigger(availableNow=True)
             .start()
         )
-        show_refusal(
-            lambda: query, "transformWithState on the default store"
-        )  # start() accepted it
+        # start() accepted it: the refusal comes once the query runs.
+        show_refusal(lambda: query, "transformWithState on the default store")
 
     assert "STORE_BACKEND_NOT_SUPPORTED_FOR_TWS" in capsys.readouterr().out
 
@@ -251,13 +253,13 @@ def test_a_ttl_needs_processing_time_mode(rocksdb, tmp_path):
 
 
 def test_dropduplicates_within_watermark_forgets_ids_the_other_keeps_them(rocksdb, tmp_path):
-    write_batches(tmp_path / "in", lesson.to_events(lesson.REPLAYED))
+    write_batches(tmp_path / "in", views_of_u1(lesson.REPLAYED))
     events = stream_batches(rocksdb, tmp_path / "in", ECOMMERCE_EVENT_SCHEMA)
     runs = {
         label: collect_batches(
             output.build(events), tmp_path / label.replace(" ", "_"), sort_key=output.sort_key
         )
-        for label, output in lesson.build_replay_filters().items()
+        for label, output in lesson.dedup_outputs().items()
     }
 
     for run in runs.values():  # each event once, whatever the number of copies
@@ -295,18 +297,32 @@ def test_what_lessons_07_and_09_keep_in_state(rocksdb, tmp_path):
 
 
 def test_avro_state_takes_an_added_field_the_default_encoding_refuses_it(rocksdb, tmp_path):
-    assert state_reader.rows_of(*lesson.start_evolved_counts(rocksdb, "avro", tmp_path)) == [
+    # The old (3,) read with the new schema.
+    assert rows_of(*lesson.start_evolved_counts(rocksdb, "avro", tmp_path)) == [
         Row(user_id="U1", events=5, kept="(3, None)")
-    ]  # the old (3,) read with the new schema
+    ]
 
     message = show_refusal(
         lambda: lesson.start_evolved_counts(rocksdb, "unsaferow", tmp_path)[0], "unsaferow"
     )
 
     assert "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE" in message
-    assert (
-        rocksdb.conf.get(state_reader.ENCODING_CONF) == "unsaferow"
-    )  # the session's setting is back
+    # The session's setting is back.
+    assert rocksdb.conf.get(lesson.ENCODING_CONF) == "unsaferow"
+
+
+def test_session_conf_sets_a_conf_for_the_block_and_puts_back_what_was_there(spark):
+    key = lesson.ENCODING_CONF
+    spark.conf.unset(key)
+    default = spark.conf.get(key)
+    spark.conf.set("spark.sql.shuffle.partitions", spark.conf.get("spark.sql.shuffle.partitions"))
+
+    with session_conf(spark, {key: "avro", "spark.sql.shuffle.partitions": "3"}):
+        assert spark.conf.get(key) == "avro"
+        assert spark.conf.get("spark.sql.shuffle.partitions") == "3"
+
+    assert spark.conf.get(key) == default  # unset again: the default shows
+    assert spark.conf.get("spark.sql.shuffle.partitions") != "3"
 
 
 @pytest.mark.smoke
