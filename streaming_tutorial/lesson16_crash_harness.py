@@ -1,4 +1,5 @@
-"""Crash a streaming query for real: a child process killed with SIGKILL at a known point of a batch.
+"""Crash a streaming query for real: a child process killed with SIGKILL at a known point of a
+batch (lesson 16's machinery: process groups, pause markers, SIGKILL, waiting, tallies).
 
 A lesson (or a test) starts its query in a child process, in a process group of its own,
 so one ``os.killpg(..., SIGKILL)`` ends the child and the Spark JVM it started, with no
@@ -48,21 +49,20 @@ from infra.runner import stop_between_batches
 from teaching import checkpoints
 from teaching.demos import show_refusal
 
-PAUSE_ENV = (
-    "CRASH_PAUSE_AT"  # "[label@]point:batch", comma-separated: where the child stops and waits
-)
+# "[label@]point:batch", comma-separated: where the child stops and waits
+PAUSE_ENV = "CRASH_PAUSE_AT"
 MARKER_ENV = "CRASH_MARKER_DIR"  # where the child writes its markers
 POINTS = ("before-sink", "after-sink")
-MARKER_TIMEOUT_SECONDS = (
-    180  # a child JVM on a busy 2-core laptop starts in 5-30 s; a marker after 3 min is not coming
-)
+# A child JVM on a busy 2-core laptop starts in 5-30 s; a marker after 3 min is not coming.
+MARKER_TIMEOUT_SECONDS = 180
 POLL_SECONDS = 0.1
 KILL_WAIT_SECONDS = 10  # how long a SIGKILLed process group may take to disappear
 LOG_TAIL_CHARACTERS = 1500
 
 
 class CrashError(CourseError):
-    """The child did not reach the expected point (it failed, or took too long): the message has its log tail."""
+    """The child did not reach the expected point (it failed, or took too long): the message
+    has its log tail."""
 
 
 # --- in the child -------------------------------------------------------------------------
@@ -71,7 +71,8 @@ class CrashError(CourseError):
 def pause_points(spec: str | None = None) -> set[tuple[str, str, int]]:
     """(label, point, batch id) triples from ``spec`` (default: the CRASH_PAUSE_AT variable).
 
-    "after-sink:1" pauses every query at batch 1; "events@after-sink:1" only the query labelled "events".
+    "after-sink:1" pauses every query at batch 1; "events@after-sink:1" only the query labelled
+    "events".
     """
     spec = os.environ.get(PAUSE_ENV, "") if spec is None else spec
     found = set()
@@ -98,10 +99,8 @@ def pause_here(point: str, batch_id: int, label: str = "", spec: str | None = No
     folder = Path(os.environ.get(MARKER_ENV, "."))
     record = {"label": label, "point": point, "batch_id": batch_id, "pid": os.getpid()}
     files.write_atomically(folder, marker_name(point, batch_id, label), json.dumps(record) + "\n")
-    print(
-        f"crash: paused at {label + '@' if label else ''}{point} of batch {batch_id}; waiting to be killed",
-        flush=True,
-    )
+    where = f"{label + '@' if label else ''}{point}"
+    print(f"crash: paused at {where} of batch {batch_id}; waiting to be killed", flush=True)
     while True:  # the parent kills the whole process group; nothing here ever returns
         time.sleep(3600)
 
@@ -159,7 +158,8 @@ class Child:
     def wait_for(
         self, ready: Callable[[], bool], what: str, timeout: float = MARKER_TIMEOUT_SECONDS
     ) -> None:
-        """Poll until ``ready()``; CrashError with the log's tail if the child ends or ``timeout`` passes."""
+        """Poll until ``ready()``; CrashError with the log's tail if the child ends or ``timeout``
+        passes."""
 
         def failed() -> str | None:
             if self.alive():
@@ -181,7 +181,8 @@ class Child:
     def wait_for_marker(
         self, point: str, batch_id: int, *labels: str, timeout: float = MARKER_TIMEOUT_SECONDS
     ) -> list[dict]:
-        """Wait until the child pauses at ``point`` of ``batch_id`` (in each query ``labels`` names); the markers."""
+        """Wait until the child pauses at ``point`` of ``batch_id`` (in each query ``labels``
+        names); the markers."""
         markers = [
             self.marker_dir / marker_name(point, batch_id, label) for label in labels or ("",)
         ]
@@ -193,10 +194,11 @@ class Child:
         self, batch_id: int, *checkpoints_: Path, timeout: float = MARKER_TIMEOUT_SECONDS
     ) -> None:
         """Wait until every query checkpoint in ``checkpoints_`` has committed ``batch_id``."""
-        committed = lambda folder: (
-            checkpoints.last_commit(folder) is not None  # noqa: E731
-            and checkpoints.last_commit(folder) >= batch_id
-        )
+
+        def committed(folder: Path) -> bool:
+            last = checkpoints.last_commit(folder)
+            return last is not None and last >= batch_id
+
         self.wait_for(
             lambda: all(committed(folder) for folder in checkpoints_),
             f"the commit of batch {batch_id}",
@@ -204,7 +206,8 @@ class Child:
         )
 
     def kill(self) -> None:
-        """SIGKILL the whole process group (the child, its JVM, its Python workers) and reap the child."""
+        """SIGKILL the whole process group (the child, its JVM, its Python workers) and reap the
+        child."""
         try:
             os.killpg(self.pgid, signal.SIGKILL)
         except ProcessLookupError:
@@ -219,7 +222,8 @@ class Child:
             time.sleep(POLL_SECONDS)
 
     def wait(self, timeout: float = MARKER_TIMEOUT_SECONDS) -> None:
-        """Wait for the child to end by itself; CrashError (with the log's tail) if it failed or hangs."""
+        """Wait for the child to end by itself; CrashError (with the log's tail) if it failed or
+        hangs."""
         try:
             code = self.process.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -275,7 +279,8 @@ def child_process(
     pause_at: str = "",
     env: dict | None = None,
 ) -> Iterator[Child]:
-    """``start_child`` for a ``with`` block; on the way out (a failure, Ctrl-C) a running child is killed."""
+    """``start_child`` for a ``with`` block; on the way out (a failure, Ctrl-C) a running child
+    is killed."""
     child = start_child(command, log, marker_dir, pause_at=pause_at, env=env)
     try:
         yield child
@@ -326,9 +331,8 @@ def numbered_records(
 
 def write_records(folder: Path, name: str, records: Iterable[dict]) -> Path:
     """One JSON Lines file, written atomically (a file source never sees half of it)."""
-    storage.require_local_input(
-        "This lesson", folder
-    )  # its queries read these records through Spark
+    # Its queries read these records through Spark: a local folder, not remote storage.
+    storage.require_local_input("This lesson", folder)
     return files.write_atomically(folder, name, files.json_lines(records))
 
 
@@ -345,8 +349,10 @@ class Tally:
 
 
 def tally(input_ids: Iterable[str], output_ids: Iterable[str]) -> Tally:
-    """Count what a sink lost or wrote twice, from the input's ids and the sink's ids (one per row)."""
-    wanted, held = set(input_ids), Counter(output_ids)
+    """Count what a sink lost or wrote twice, from the input's ids and the sink's ids (one per
+    row)."""
+    wanted = set(input_ids)
+    held = Counter(output_ids)
     return Tally(
         lost=len(wanted - held.keys()),
         duplicated=sum(count - 1 for count in held.values()),
@@ -363,7 +369,8 @@ def logged_batches(checkpoint: Path) -> str:
 
 
 def logged_batches_of(root: Path, *names: str) -> str:
-    """``logged_batches`` of several query checkpoints under ``root``: "events: offsets/ 0, commits/ 0; ..."."""
+    """``logged_batches`` of several query checkpoints under ``root``:
+    "events: offsets/ 0, commits/ 0; ..."."""
     return "; ".join(f"{name}: {logged_batches(root / name)}" for name in names)
 
 
@@ -379,7 +386,8 @@ SHOW_CHARACTERS = 110  # an offsets file's line of settings is long: its start i
 
 
 def print_checkpoint(checkpoint: Path, *logs: str) -> None:
-    """Print what each item of ``checkpoint`` holds, then the text of the given log files (e.g. "offsets/1")."""
+    """Print what each item of ``checkpoint`` holds, then the text of the given log files (e.g.
+    "offsets/1")."""
     for entry in sorted(path for path in checkpoint.iterdir() if not path.name.startswith(".")):
         ids = checkpoints.batch_ids(entry) if entry.name in ("offsets", "commits") else []
         listed = f": batches {' '.join(map(str, ids))}" if ids else ""
@@ -468,8 +476,8 @@ class LineServer:
     def serve(
         self, start: Callable[[], object], *lines: str, timeout: float = MARKER_TIMEOUT_SECONDS
     ):
-        """Drop the old connections, ``start()`` a socket query, wait for it to connect, send it ``lines``;
-        the query."""
+        """Drop the old connections, ``start()`` a socket query, wait for it to connect, send it
+        ``lines``; the query."""
         self.drop_clients()
         query = start()
         wait_until(lambda: self.connections() > 0, "a connection to the line server", timeout)
@@ -495,14 +503,17 @@ class LineServer:
 
 
 def socket_gap(start: Callable[[LineServer, list, Path], object], checkpoints_root: Path) -> dict:
-    """What a socket query sees around a restart; ``start(server, seen, checkpoint)`` starts it, collecting lines.
+    """What a socket query sees around a restart; ``start(server, seen, checkpoint)`` starts it,
+    collecting lines.
 
     A query reads "line 1" and "line 2" and stops; "sent while down" goes to no one; a
     restart on the same checkpoint is shown failing once "line 3" arrives (its line count
     starts again below the committed one); a restart on a new checkpoint reads "line 4".
     Returns the lines each run received and what the refused restart said.
     """
-    first, old, new = [], [], []
+    first = []  # the lines the first query received
+    old = []  # the restart on the same checkpoint
+    new = []  # the restart on a new checkpoint
     with LineServer() as server:
         query = server.serve(
             lambda: start(server, first, checkpoints_root / "socket"), "line 1", "line 2"

@@ -1,14 +1,17 @@
-"""Micro-batches kept as files named after their query and batch id, and alerts written once.
+"""Lesson 17's files and Kafka plumbing: micro-batches kept as files named after their query and
+batch id, and alerts written once.
 
 A ``foreachBatch`` sink is at-least-once: after a crash Spark runs the last micro-batch
 again, with the same id and the same input. Everything here is keyed by the query's id
-(``query_id(batch)``: the same after a restart from the checkpoint, a new one with a new
-checkpoint) and the batch id, so a replay changes nothing, and a query started over (its
-batch ids from 0 again) neither overwrites nor mixes with the files of the one before:
+(lesson 17's ``query_id(batch)``: the same after a restart from the checkpoint, a new one
+with a new checkpoint) and the batch id, so a replay changes nothing, and a query started
+over (its batch ids from 0 again) neither overwrites nor mixes with the files of the one
+before. Lesson 17's foreachBatch functions call:
 
 - ``write_batch_file``: a batch's rows as JSON lines in ``<query id>-batch-<id>.json``,
   written atomically; a replay rewrites the same file with the same lines.
-- ``read_batch_files``: every row of one query's batch files, each with its ``batch_id``, in order.
+- ``read_batch_files``: every row of one query's batch files, each with its ``batch_id``, in
+  order.
 - ``write_alerts_once``: alerts to ``<kind>-<query id>-batch-<id>.json`` files, or to a Kafka
   topic with a marker file per batch sent that lists its alert ids: an alert already sent
   (a replay, or a query started over) is not sent again.
@@ -27,16 +30,11 @@ from infra.files import json_lines, write_atomically
 BATCH_FILE = "{query}-batch-{batch_id:06d}.json"
 
 
-def query_id(batch) -> str:
-    """The id of the query running this micro-batch (in a ``foreachBatch`` function): it is kept
-    in the checkpoint, so a restart has the same one and a new checkpoint a new one."""
-    return batch.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
-
-
 def write_batch_file(
     folder: Path, query: str, batch_id: int, rows: Sequence[dict], prefix: str = ""
 ) -> Path | None:
-    """Write ``rows`` (each given its ``batch_id``) to ``folder/<prefix><query>-batch-<id>.json``; None for no rows."""
+    """Write ``rows`` (each given its ``batch_id``) to ``folder/<prefix><query>-batch-<id>.json``;
+    None for no rows."""
     if not rows:
         return None
     return write_atomically(
@@ -49,8 +47,9 @@ def write_batch_file(
 def read_batch_files(
     folder: Path, query: str, prefix: str = "", before: int | None = None
 ) -> list[dict]:
-    """Every row of ``query``'s batch files in ``folder`` (those of batches before ``before`` only, if
-    given), in batch order. ``query`` may be a pattern: ``"*"`` reads the files of every query."""
+    """Every row of ``query``'s batch files in ``folder`` (those of batches before ``before``
+    only, if given), in batch order. ``query`` may be a pattern: ``"*"`` reads the files of every
+    query."""
     rows = []
     for path in sorted(folder.glob(f"{prefix}{query}-batch-*.json")) if folder.is_dir() else []:
         for line in path.read_text(encoding="utf-8").splitlines():
@@ -71,7 +70,8 @@ def latest_per_key(rows: Iterable[dict], *key: str) -> list[dict]:
 def find_revenue_drops(
     closed: Sequence[dict], history: Sequence[dict], *, ratio: float, recent: int
 ) -> list[dict]:
-    """Alerts for categories whose revenue in a closed window is below ``ratio`` x their recent average.
+    """Alerts for categories whose revenue in a closed window is below ``ratio`` x their recent
+    average.
 
     ``closed``: the windows this batch closed, ``history``: those closed before, as rows with
     ``window_start``, ``category`` and ``revenue``. The recent average of a category is its mean
@@ -112,8 +112,8 @@ def describe_alert(alert: dict) -> str:
     """One line for the learner: what happened, when."""
     if alert["kind"] == "revenue drop":
         return (
-            f"{alert['window_start'][11:16]} revenue drop: {alert['category']} {alert['revenue']:.2f} "
-            f"(recent average {alert['recent_average']:.2f})"
+            f"{alert['window_start'][11:16]} revenue drop: {alert['category']} "
+            f"{alert['revenue']:.2f} (recent average {alert['recent_average']:.2f})"
         )
     # A product may have no name (the schema allows it): to_json then leaves the key out.
     product = alert.get("product_name") or alert.get("product_id") or "a product"
@@ -131,7 +131,8 @@ def write_alerts_once(
     folder: Path,
     kafka: tuple[str, str] | None = None,
 ) -> int:
-    """Write a batch's alerts once: to ``folder/<kind>-<query>-batch-<id>.json``, or to Kafka (bootstrap, topic).
+    """Write a batch's alerts once: to ``folder/<kind>-<query>-batch-<id>.json``, or to Kafka
+    (``kafka``: bootstrap, topic).
 
     Files: a replayed batch rewrites its file with the same lines. Kafka cannot take a message
     back, so a marker file ``folder/sent/<kind>-<query>-<id>`` lists the alert ids of each batch
@@ -168,15 +169,17 @@ def write_alerts_once(
 
 
 def sent_to_kafka(folder: Path) -> set[str]:
-    """The ids of the alerts ``write_alerts_once`` sent to Kafka from ``folder`` (its marker files list them)."""
+    """The ids of the alerts ``write_alerts_once`` sent to Kafka from ``folder`` (its marker files
+    list them)."""
     return {
         line for marker in (folder / "sent").glob("*-*") for line in marker.read_text().splitlines()
     }
 
 
 def read_alerts(folder: Path) -> list[dict]:
-    """Every alert written to files in ``folder`` (of every kind and query) once, by event time: a large
-    purchase's, a revenue drop's window start. A query started over writes its alerts again: the same ids."""
+    """Every alert written to files in ``folder`` (of every kind and query) once, by event time:
+    a large purchase's, a revenue drop's window start. A query started over writes its alerts
+    again: the same ids."""
     unique = {alert["alert_id"]: alert for alert in read_batch_files(folder, "*", "*-")}
     return sorted(
         unique.values(),

@@ -1,8 +1,13 @@
 """The shop pipeline's live terminal dashboard (lesson 17), its summary and its picture.
 
     board = ShopBoard(spark, queries, folder, funnel_sql=..., trending=...)
-    with Dashboard(board.snapshot) as dashboard:        # redrawn in place, a few times a second
-        run_queries(queries, args, every=lambda: (board.refresh(), dashboard.tick()))
+    with Dashboard(board.snapshot) as screen:        # redrawn in place, a few times a second
+
+        def redraw():
+            board.refresh()         # the figures that cost a Spark job, every few seconds
+            screen.tick()           # off a terminal: print the dashboard now and then
+
+        run_queries(queries, args, every=redraw)
 
 ``render(snapshot)`` is a pure function from the figures to text: the same ``Snapshot``, the
 same lines. On a terminal, rich's ``Live`` redraws it in place ``REFRESH_PER_SECOND`` times a
@@ -29,6 +34,7 @@ from lesson17_alerts import (
 
 from common import paths
 from common.timestamps import parse_iso
+from teaching import plots
 
 REFRESH_PER_SECOND = 4
 PLAIN_EVERY_SECONDS = 10.0  # how often the plain (not a terminal) dashboard is printed
@@ -53,25 +59,15 @@ class Snapshot:
 
     seconds: float = 0.0
     revenue_window: str = "-"  # the latest 5-minute window, '10:40-10:45'
-    revenue: list[tuple[str, int, float, float]] = field(
-        default_factory=list
-    )  # category, purchases and
-    # revenue in the latest window, revenue in all windows
-    category_totals: list[tuple[str, float]] = field(
-        default_factory=list
-    )  # every category that sold, by
-    # its revenue in all windows, the highest first
+    # category, purchases and revenue in the latest window, revenue in all windows
+    revenue: list[tuple[str, int, float, float]] = field(default_factory=list)
+    # every category that sold, by its revenue in all windows, the highest first
+    category_totals: list[tuple[str, float]] = field(default_factory=list)
     funnel: tuple[int, int, int] = (0, 0, 0)  # views, carts, purchases
-    products: list[tuple[str, int, int, int]] = field(
-        default_factory=list
-    )  # name, views, carts, purchases
-    sessions: tuple[int | None, int, int, float] = (
-        None,
-        0,
-        0,
-        0.0,
-    )  # open (in state), closed, with a
-    # purchase, mean length in seconds of the closed ones
+    # name, views, carts, purchases
+    products: list[tuple[str, int, int, int]] = field(default_factory=list)
+    # open (in state), closed, with a purchase, mean length in seconds of the closed ones
+    sessions: tuple[int | None, int, int, float] = (None, 0, 0, 0.0)
     alerts: list[str] = field(default_factory=list)  # the latest first
     alert_count: int = 0
     queries: list[QueryLine] = field(default_factory=list)
@@ -103,10 +99,11 @@ def table(header: Sequence[str], rows: Sequence[Sequence]) -> list[str]:
         ["-" if cell is None else str(cell) for cell in row] for row in rows
     ]
     widths = [max(len(row[column]) for row in cells) for column in range(len(header))]
-    return [
-        "  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip()
-        for row in cells
-    ]
+    lines = []
+    for row in cells:
+        padded = "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        lines.append("  " + padded.rstrip())
+    return lines
 
 
 def funnel_line(views: int, carts: int, purchases: int) -> str:
@@ -162,8 +159,10 @@ def render_summary(snapshot: Snapshot) -> str:
     views, carts, purchases = s.funnel
     _, closed, bought, seconds = s.sessions
     lines = [
-        f"Funnel rates: view -> cart {percent(carts, views)}, cart -> purchase {percent(purchases, carts)}, "
-        f"view -> purchase {percent(purchases, views)} ({views} views, {carts} carts, {purchases} purchases)",
+        f"Funnel rates: view -> cart {percent(carts, views)}, "
+        f"cart -> purchase {percent(purchases, carts)}, "
+        f"view -> purchase {percent(purchases, views)} "
+        f"({views} views, {carts} carts, {purchases} purchases)",
         "Top categories by revenue: "
         + (", ".join(f"{name} {total:.2f}" for name, total in s.category_totals[:TOP]) or "-"),
         "Top products by purchases: "
@@ -181,17 +180,20 @@ class ShopBoard:
     def __init__(
         self, spark, queries: Sequence, folder: Path, *, funnel_sql: str, trending: Path
     ) -> None:
-        self.spark, self.queries, self.folder = spark, list(queries), folder
-        self.ids = {
-            query.name: query.id for query in self.queries
-        }  # the files of this checkpoint's queries
-        self.funnel_sql, self.trending = funnel_sql, trending
+        self.spark = spark
+        self.queries = list(queries)
+        self.folder = folder
+        # Query name -> id: the batch files of this checkpoint's queries are named after it.
+        self.ids = {query.name: query.id for query in self.queries}
+        self.funnel_sql = funnel_sql
+        self.trending = trending
         self.started = time.monotonic()
         self.figures = Snapshot()
         self.last_batch: dict[str, dict] = {}  # query name -> its last report of a batch that ran
 
     def refresh(self) -> None:
-        """Read the figures that cost a Spark job or a file read (every few seconds, not at each redraw)."""
+        """Read the figures that cost a Spark job or a file read (every few seconds, not at each
+        redraw)."""
         revenue = latest_per_key(
             read_batch_files(self.folder / "revenue", self.ids["revenue"]),
             "window_start",
@@ -253,7 +255,8 @@ class ShopBoard:
         ]
 
     def plot(self, target: Path) -> Path:
-        """Save the run's picture (``plot_pipeline``): the latest row of each revenue window, the funnel table."""
+        """Save the run's picture (``plot_pipeline``): the latest row of each revenue window, the
+        funnel table."""
         revenue = latest_per_key(
             read_batch_files(self.folder / "revenue", self.ids["revenue"]),
             "window_start",
@@ -284,7 +287,8 @@ class ShopBoard:
 
 
 class Dashboard:
-    """Show ``render(figures())`` while the ``with`` block runs: live on a terminal, else every few seconds."""
+    """Show ``render(figures())`` while the ``with`` block runs: live on a terminal, else every
+    few seconds."""
 
     def __init__(
         self,
@@ -294,9 +298,14 @@ class Dashboard:
         every_seconds: float = PLAIN_EVERY_SECONDS,
         out=print,
     ) -> None:
-        self.figures, self.every_seconds, self.out = figures, every_seconds, out
+        self.figures = figures
+        self.every_seconds = every_seconds
+        self.out = out
         self.live = sys.stdout.isatty() if live is None else live
-        self.last_text, self.last_print, self.printed, self._live = "", 0.0, "", None
+        self.last_text = ""  # the last frame rendered
+        self.last_print = 0.0  # when the plain dashboard was last printed
+        self.printed = ""  # the last frame printed
+        self._live = None  # rich's Live display, on a terminal
 
     def text(self) -> str:
         try:
@@ -325,7 +334,8 @@ class Dashboard:
             self.show()
 
     def show(self) -> None:
-        """Print the dashboard, unless it has not changed since the last print (but for its clock)."""
+        """Print the dashboard, unless it has not changed since the last print (but for its
+        clock)."""
         text = self.text()
         if text.split("\n", 1)[-1] != self.printed.split("\n", 1)[-1]:
             self.printed = text
@@ -340,13 +350,9 @@ class Dashboard:
 
 def plot_pipeline(revenue: Sequence[dict], funnel: Sequence, target: Path) -> Path:
     """Save a PNG: revenue per category per 5-minute window, and the funnel per 2-minute window."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # no display needed: write a PNG file
-    import matplotlib.pyplot as plt
     from matplotlib.dates import DateFormatter
 
-    figure, (top, bottom) = plt.subplots(2, 1, figsize=(9, 7), dpi=100)
+    figure, (top, bottom) = plots.new_figure(2, 1, figsize=(9, 7), dpi=100)
     for category in sorted({row["category"] for row in revenue}):
         points = sorted(
             (parse_iso(row["window_start"]), row["revenue"])
@@ -374,8 +380,4 @@ def plot_pipeline(revenue: Sequence[dict], funnel: Sequence, target: Path) -> Pa
     bottom.legend(loc="upper right", fontsize=8)
     for axis in (top, bottom):
         axis.grid(color="lightgray", linewidth=0.6)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    figure.tight_layout()
-    figure.savefig(target)
-    plt.close(figure)
-    return target
+    return plots.save_figure(figure, target)

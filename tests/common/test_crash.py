@@ -1,4 +1,5 @@
-"""lesson16_crash_harness: children in their own process group, pause markers, SIGKILL of the whole group, tallies.
+"""lesson16_crash_harness: children in their own process group, pause markers, SIGKILL of the
+whole group, tallies.
 
 No JVM here: the children are small Python programs that behave like a streaming child (one
 also starts a grandchild, as pyspark starts its JVM). The real kills of a Spark query are
@@ -12,6 +13,7 @@ import socket
 import sys
 import textwrap
 from datetime import datetime, timezone
+from itertools import pairwise
 from pathlib import Path
 
 import lesson16_crash_harness as crash
@@ -153,7 +155,7 @@ def test_numbered_records_are_a_pure_function_of_their_number():
         datetime.fromisoformat(record["event_time"].replace("Z", "+00:00")) for record in whole
     ]
     # Out of order by less than one step (10 s): never late for a watermark of a minute.
-    assert all((later - earlier).total_seconds() > -10 for earlier, later in zip(times, times[1:]))
+    assert all((later - earlier).total_seconds() > -10 for earlier, later in pairwise(times))
     assert all(BASE < moment <= BASE.replace(minute=32) for moment in times)
 
 

@@ -1,6 +1,7 @@
-"""Lesson 16: fault tolerance. In-process: a replayed batch id into Delta and into plain files, the
-windowed count across a restart, the refused grouping key and the two ways out, the socket source's
-restart. The real SIGKILLs of a child process: the smoke test, which runs the lesson as a learner does.
+"""Lesson 16: fault tolerance. In-process: a replayed batch id into Delta and into plain files,
+the windowed count across a restart, the refused grouping key and the two ways out, the socket
+source's restart. The real SIGKILLs of a child process: the smoke test, which runs the lesson as a
+learner does.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from teaching import checkpoints
 
 lesson = load_lesson("16_fault_tolerance")
 
-# The windows of parts a and b (records R-0001..R-0024 of the lesson's seed), as the lesson prints them.
+# The windows of parts a and b (records R-0001..R-0024 of the lesson's seed), as the lesson
+# prints them.
 WINDOWS_A_B = [
     (datetime(2025, 1, 15, 10, 30), 5, 571.85),
     (datetime(2025, 1, 15, 10, 31), 7, 662.32),
@@ -54,9 +56,8 @@ def test_a_replayed_batch_id_is_skipped_by_delta_and_doubled_by_plain_files(spar
     where = folders(tmp_path)
     lesson.write_part(where, "a")
     batch = spark.read.schema(lesson.SCHEMA).json(str(where.input))
-    spark.sparkContext.setLocalProperty(
-        "sql.streaming.queryId", "test-query"
-    )  # what a streaming batch carries
+    # what a streaming batch carries
+    spark.sparkContext.setLocalProperty("sql.streaming.queryId", "test-query")
     try:
         lesson.write_events(batch, 0, where)
         lesson.write_events(batch, 0, where)  # batch 0 again, as after a kill before its commit
@@ -112,21 +113,20 @@ def test_window_counts_across_a_restart_then_a_refused_key_and_the_two_ways_out(
     assert "[STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE]" in str(failure.value)
     assert "grouping keys" in errors.explain(failure.value)
     before = checkpoints.last_commit(checkpoint)
-    finish(
-        [lesson.start_filtered(spark, where)]
-    )  # the allowed change goes on from the same checkpoint
+    # the allowed change goes on from the same checkpoint
+    finish([lesson.start_filtered(spark, where)])
     assert checkpoints.last_commit(checkpoint) > before
     assert lesson.read_windows(spark, where.windows)[-1][:2] == (datetime(2025, 1, 15, 10, 34), 4)
-    finish(
-        [lesson.start_by_user(spark, where, where.checkpoints / "windows_by_user")]
-    )  # a new checkpoint
+    # a new checkpoint
+    finish([lesson.start_by_user(spark, where, where.checkpoints / "windows_by_user")])
     by_user = spark.read.format("delta").load(str(where.output / "windows_by_user"))
     assert by_user.groupBy().sum("records").first()[0] == 28  # every record read again
 
 
 def test_socket_lines_sent_while_no_query_listens_are_gone(spark, tmp_path, capsys):
     result = crash.socket_gap(
-        lambda *server_seen_checkpoint: lesson.start_lines(spark, *server_seen_checkpoint), tmp_path
+        lambda server, seen, checkpoint: lesson.start_lines(spark, server, seen, checkpoint),
+        tmp_path,
     )
     assert result["first"] == ["line 1", "line 2"]
     assert result["new"] == ["line 4"]
@@ -136,7 +136,8 @@ def test_socket_lines_sent_while_no_query_listens_are_gone(spark, tmp_path, caps
 
 
 def processes_using(home: Path) -> list[str]:
-    """Processes whose command line or environment names ``home`` (the lesson, its children, their JVMs)."""
+    """Processes whose command line or environment names ``home`` (the lesson, its children,
+    their JVMs)."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit() and int(entry.name) != os.getpid():
@@ -160,8 +161,8 @@ def test_lesson_16_kills_its_child_twice_and_loses_nothing(course_home):
         "windows: offsets/ 0, commits/ 0"
     ) in out
     assert (
-        "kill 2, after the sink wrote batch 1, before its commit: events: offsets/ 0 1, commits/ 0; "
-        "windows: offsets/ 0 1, commits/ 0"
+        "kill 2, after the sink wrote batch 1, before its commit: "
+        "events: offsets/ 0 1, commits/ 0; windows: offsets/ 0 1, commits/ 0"
     ) in out
     assert "Delta table (txnAppId/txnVersion): rows lost: 0, rows duplicated: 0" in out
     assert "plain JSON files (no batch id):    rows lost: 0, rows duplicated: 12" in out

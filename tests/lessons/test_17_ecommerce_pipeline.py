@@ -28,9 +28,8 @@ from teaching import checkpoints
 
 lesson = load_lesson("17_ecommerce_pipeline")
 
-EVENTS = make_ecommerce_events(
-    1000, seed=42, base_time=config.BASE_EVENT_TIME
-)  # 10:30:00 to 11:11:09
+# 10:30:00 to 11:11:09
+EVENTS = make_ecommerce_events(1000, seed=42, base_time=config.BASE_EVENT_TIME)
 FILES = 2  # one micro-batch each, then one more without data: the watermark moved
 BROKEN_LINE = '{"event_id": "EVT-999999", "user_id": '
 # Purchases the schema accepts (those fields may be null in a view) but the lesson cannot add up.
@@ -63,13 +62,14 @@ def run(spark, tmp_path_factory):
             json_lines(part) + ("\n".join(BAD_LINES) + "\n" if number == 1 else ""),
         )
     parsed = lesson.parse_events(
-        parsing.read_json_lines(spark, root / "in", max_files_per_trigger=1)
+        lesson.read_event_files(spark, root / "in", max_files_per_trigger=1)
     )
+    triggers = {name: {"availableNow": True} for name in lesson.TRIGGERS}
     started = []
 
     def start():
         started[:] = lesson.start_queries(
-            parsed, root / "out", root / "chk", lambda name: {"availableNow": True}, None
+            parsed, lesson.FILE_ORIGIN, root / "out", root / "chk", triggers, None
         )
         finish(started)
 
@@ -193,9 +193,7 @@ def test_trending_products_in_delta_and_the_alerts(spark, run):
     assert drops == [("Fashion", "2025-01-15T10:55:00.000Z", 24.99, 369.92)]
 
 
-def test_bad_lines_and_purchases_without_price_category_or_quantity_are_quarantined_with_their_reason(
-    spark, run
-):
+def test_bad_lines_and_purchases_without_price_category_or_quantity_are_quarantined(spark, run):
     root, *_ = run
     assert parsing.quarantine_counts(spark, root / "out" / "quarantine") == [
         ("missing category in a purchase", 1),
@@ -204,9 +202,8 @@ def test_bad_lines_and_purchases_without_price_category_or_quantity_are_quaranti
         ("not a JSON object", 1),
     ]
     good = spark.sql(lesson.FUNNEL_SQL).first()
-    assert (
-        sum(good) + len(BAD_LINES) == len(EVENTS) + len(BAD_LINES) == 1004
-    )  # good + quarantined = lines in
+    # good + quarantined = lines in
+    assert sum(good) + len(BAD_LINES) == len(EVENTS) + len(BAD_LINES) == 1004
 
 
 def test_the_summary_ranks_categories_by_revenue_in_all_windows_not_the_latest_only(spark, run):
@@ -232,9 +229,8 @@ def test_the_summary_ranks_categories_by_revenue_in_all_windows_not_the_latest_o
 
 def test_a_redraw_before_the_trending_tables_first_commit_shows_no_products(spark, run, tmp_path):
     _, _, queries = run
-    (tmp_path / "trending" / "_delta_log").mkdir(
-        parents=True
-    )  # made by the query before its first commit
+    # made by the query before its first commit
+    (tmp_path / "trending" / "_delta_log").mkdir(parents=True)
     board = dashboard.ShopBoard(
         spark, queries, tmp_path, funnel_sql=lesson.FUNNEL_SQL, trending=tmp_path / "trending"
     )
@@ -255,16 +251,16 @@ def test_a_replayed_batch_writes_no_alert_twice(run):
     assert replayed == [1, 2]
     start()  # Spark runs each query's last batch again: same id, same input
     after = {path.name: (path.read_text(), path.stat().st_ino) for path in folder.glob("*.json")}
-    rewritten = {
-        name for name in after if after[name][1] != before[name][1]
-    }  # written again (a new file renamed in)
+    # written again (a new file renamed in)
+    rewritten = {name for name in after if after[name][1] != before[name][1]}
     assert sorted((name.split("-")[0], name[-17:]) for name in rewritten) == [
         ("large_purchases", "batch-000001.json"),
         ("revenue_drops", "batch-000002.json"),
     ]
+    # with the same lines
     assert {name: text for name, (text, _) in after.items()} == {
         name: text for name, (text, _) in before.items()
-    }  # with the same lines
+    }
     ids = [
         json.loads(line)["alert_id"]
         for path in folder.glob("*.json")
@@ -308,9 +304,8 @@ def test_a_revenue_drop_is_judged_against_the_recent_windows_of_the_shop():
             "recent_average": 30.0,
         },
     ]
-    assert (
-        alerts.find_revenue_drops(history[-2:], history[:-2], ratio=0.5, recent=3) == []
-    )  # 2 windows before
+    # 2 windows before
+    assert alerts.find_revenue_drops(history[-2:], history[:-2], ratio=0.5, recent=3) == []
 
 
 SNAPSHOT = dashboard.Snapshot(
@@ -353,8 +348,8 @@ Queries
   funnel   -      -         -          -          -"""
     )
     assert dashboard.render_summary(SNAPSHOT).splitlines()[:2] == [
-        "Funnel rates: view -> cart 25.0%, cart -> purchase 40.0%, view -> purchase 10.0% (120 views, 30 carts, "
-        "12 purchases)",
+        "Funnel rates: view -> cart 25.0%, cart -> purchase 40.0%, view -> purchase 10.0% "
+        "(120 views, 30 carts, 12 purchases)",
         "Top categories by revenue: Electronics 9999.10, Sports 1200.00, Home 800.00",
     ]
     # Sports sold nothing in the latest window: it still ranks, by its revenue in all windows.
@@ -371,10 +366,8 @@ def test_a_large_purchase_of_a_product_without_a_name_is_described_by_its_id():
         "amount": 1200.0,
         "timestamp": "2025-01-15T10:30:05.000Z",
     }
-    assert (
-        alerts.describe_alert(alert) == "10:30:05 large purchase: USER-2001 P001 x2 = 1200.00"
-    )  # to_json left
-    # out the null product_name
+    # to_json left out the null product_name
+    assert alerts.describe_alert(alert) == "10:30:05 large purchase: USER-2001 P001 x2 = 1200.00"
 
 
 def test_alerts_to_kafka_are_sent_once_though_a_batch_runs_again_or_its_query_starts_over(
@@ -394,9 +387,8 @@ def test_alerts_to_kafka_are_sent_once_though_a_batch_runs_again_or_its_query_st
     ]
     kafka = (kafka_bootstrap, target)
     assert alerts.write_alerts_once(large, "query-a", 0, "large_purchases", tmp_path, kafka) == 2
-    assert (
-        alerts.write_alerts_once(large, "query-a", 0, "large_purchases", tmp_path, kafka) == 0
-    )  # a replay
+    # a replay
+    assert alerts.write_alerts_once(large, "query-a", 0, "large_purchases", tmp_path, kafka) == 0
     # A new checkpoint: a new query id, batch ids from 0 again, the same alerts and one new one.
     more = [*large, {"alert_id": "large:EVT-000003", "kind": "large purchase", "amount": 1003.0}]
     assert alerts.write_alerts_once(more, "query-b", 0, "large_purchases", tmp_path, kafka) == 1
@@ -420,10 +412,11 @@ def test_off_a_terminal_the_dashboard_is_printed_every_few_seconds_and_at_the_en
     ) as screen:
         screen.tick()
         screen.tick()  # only the clock moved: not printed again
+    # the last at the end
     assert printed == [
         dashboard.render(SNAPSHOT) + "\n",
         dashboard.render(later) + "\n",
-    ]  # the last at the end
+    ]
     report = {
         "batchId": 7,
         "durationMs": {"triggerExecution": 640, "addBatch": 500},
@@ -455,9 +448,8 @@ def test_lesson_17_runs_by_itself(course_home):
     assert re.search(r"^  revenue_drops +\d+ +\d+ +[\d.]+ +10:36:26 +\d+$", out, re.MULTILINE)
     assert "Funnel rates: view -> cart " in out and "Top categories by revenue: Electronics " in out
     assert "Quarantined: 1 (not a JSON object)" in out
-    assert not (
-        course_home / "data" / "ecommerce_events"
-    ).exists()  # no other lesson's input touched
+    # no other lesson's input touched
+    assert not (course_home / "data" / "ecommerce_events").exists()
     assert (
         course_home / "output" / "17_ecommerce_pipeline" / "pipeline.png"
     ).stat().st_size > 10_000
