@@ -1,4 +1,4 @@
-"""00 · Check your setup: Python, Java, pyspark, the course folders, the sample data and a first Spark job.
+"""00 · Check your setup: Python, Java, pyspark, the folders, the sample data and a first Spark job.
 
 What you'll learn
   - What the course runs on: Python 3.11+, Java 17+ (Spark runs on the JVM) and pyspark 4.2.
@@ -62,7 +62,8 @@ from pathlib import Path
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from common import parsing, paths
+from common import paths
+from common.schemas import PRODUCT_SCHEMA
 from common.session import SQLITE_JDBC_PACKAGE, delta_package, get_spark, kafka_package
 from infra import cli
 from infra.environment import run_checks
@@ -83,13 +84,33 @@ class FolderStatus:
     lines: int  # records in them, broken ones included
 
 
-def build_products_per_category(products: DataFrame) -> DataFrame:
-    """Products and their average list price per category, in category order: a first (batch) query."""
+def read_products(spark) -> DataFrame:
+    """The product catalogue (data/reference/products.csv), read in batch: a static DataFrame."""
     return (
+        spark.read.format("csv")
+        # The schema is given, so Spark does not read the file once more to guess the types.
+        .schema(PRODUCT_SCHEMA)
+        # The first line names the columns; it is no product.
+        .option("header", True)
+        # paths.uri: an explicit file: URI, never a bare path (see common/paths.py).
+        .load(paths.uri(paths.PRODUCTS_CSV))
+    )
+
+
+def build_products_per_category(products: DataFrame) -> DataFrame:
+    """Products and their average list price per category, in category order.
+
+    A first (batch) query: the same DataFrame API the streaming lessons use.
+    """
+    return (
+        # One group per category...
         products.groupBy("category")
+        # ...and two figures for each: how many products, and their average list price.
         .agg(
-            F.count("*").alias("products"), F.round(F.avg("list_price"), 2).alias("avg_list_price")
+            F.count("*").alias("products"),
+            F.round(F.avg("list_price"), 2).alias("avg_list_price"),
         )
+        # A batch result can be sorted as a whole (a streaming one only in complete mode).
         .orderBy("category")
     )
 
@@ -98,9 +119,10 @@ def check_machine() -> list[str]:
     """Print a ✓ or ✗ line per requirement; return the advice for each one that failed."""
     checks = run_checks()
     for check in checks:
-        print(
-            f"  {'✓' if check.ok else '✗'} {check.name:<8} {check.detail if check.ok else 'NOT READY'}"
-        )
+        if check.ok:
+            print(f"  ✓ {check.name:<8} {check.detail}")
+        else:
+            print(f"  ✗ {check.name:<8} NOT READY")
     return [f"{check.name}: {check.detail}" for check in checks if not check.ok]
 
 
@@ -116,12 +138,12 @@ def check_folders() -> list[str]:
             empty.append(name)
     missing = []
     for folder in (paths.CHECKPOINT_DIR, paths.OUTPUT_DIR):
-        ready = folder.is_dir()
-        print(
-            f"  {'✓' if ready else '!'} {paths.display(folder):<26} {'ready' if ready else 'missing'}"
-        )
-        if not ready:
-            missing.append(paths.display(folder))
+        name = paths.display(folder)
+        if folder.is_dir():
+            print(f"  ✓ {name:<26} ready")
+        else:
+            print(f"  ! {name:<26} missing")
+            missing.append(name)
     warnings = []
     if empty:
         warnings.append(
@@ -137,7 +159,10 @@ def check_folders() -> list[str]:
 
 
 def run_first_job(args) -> list[str]:
-    """Start Spark the way every lesson does (get_spark) and run a tiny batch query; return problems."""
+    """Start Spark the way every lesson does (get_spark) and run a tiny batch query.
+
+    Returns the problems, if any.
+    """
     try:
         spark = get_spark(LESSON, master=args.master)
     except CourseError as error:
@@ -150,9 +175,12 @@ def run_first_job(args) -> list[str]:
         print(f"  Shuffle partitions:  {spark.conf.get('spark.sql.shuffle.partitions')}")
         print(f"  Session time zone:   {spark.conf.get('spark.sql.session.timeZone')}")
         print(f"  Products per category (a batch query on {paths.display(paths.PRODUCTS_CSV)}):")
-        for row in build_products_per_category(parsing.read_products(spark)).collect():
+        products = read_products(spark)
+        # collect() runs the query and brings its few rows to the driver, here.
+        for row in build_products_per_category(products).collect():
             print(
-                f"    {row.category:<12} {row.products} products, average list price {row.avg_list_price:.2f}"
+                f"    {row.category:<12} {row.products} products, "
+                f"average list price {row.avg_list_price:.2f}"
             )
     finally:
         spark.stop()
@@ -162,12 +190,13 @@ def run_first_job(args) -> list[str]:
 def show_connectors(jars_dir: Path) -> None:
     """Say which connector jars are in Ivy's cache (purely informational)."""
     for name, (jar, cached) in cached_connector_jars(jars_dir).items():
-        state = (
-            "cached"
-            if cached
-            else "not downloaded yet: the first lesson that needs it fetches it (needs network)"
-        )
-        print(f"  {'✓' if cached else '·'} {name:<12} {jar}: {state}")
+        if cached:
+            print(f"  ✓ {name:<12} {jar}: cached")
+        else:
+            print(
+                f"  · {name:<12} {jar}: not downloaded yet: the first lesson that needs it "
+                "fetches it (needs network)"
+            )
 
 
 def sample_data_status(folders) -> list[FolderStatus]:
@@ -219,12 +248,10 @@ def main(argv: list[str] | None = None) -> int:
         print("Not ready yet. Fix this first:")
         for item in blockers:
             say(f"- {item}")
+    elif warnings:
+        print("Ready: Python, Java, pyspark and Spark.")
     else:
-        print(
-            "Ready: Python, Java, pyspark and Spark."
-            if warnings
-            else "Ready: Python, Java, pyspark, Spark, the folders and the sample data."
-        )
+        print("Ready: Python, Java, pyspark, Spark, the folders and the sample data.")
     if warnings:
         print("Worth doing:")
         for item in warnings:

@@ -1,4 +1,4 @@
-"""18 · The shop pipeline declared: Spark Declarative Pipelines (``spark-pipelines``) instead of queries.
+"""18 · The shop pipeline declared: Spark Declarative Pipelines (``spark-pipelines``), not queries.
 
 What you'll learn
   - Declare tables, not queries: a streaming table (bronze: the event files' lines), streaming
@@ -58,9 +58,8 @@ from teaching.narration import print_table
 
 LESSON = "18_declarative_pipeline"
 PIPELINE = "shop"  # the folder streaming_tutorial/pipelines/shop: its spec and its definitions
-INPUT = paths.output_for(
-    LESSON, "events"
-)  # its own input: the other lessons' data/ecommerce_events stays as it is
+# Its own input: the other lessons' data/ecommerce_events stays as it is.
+INPUT = paths.output_for(LESSON, "events")
 BRONZE = "bronze_events"  # the streaming table that reads the files: its checkpoint lists them
 TABLES = (
     "bronze_events",
@@ -69,7 +68,8 @@ TABLES = (
     "gold_category_revenue",
     "gold_funnel",
 )
-# The shop simulator, run to its end: a fixed seed and start time, so a fresh run shows the same figures.
+# The shop simulator, run to its end: a fixed seed and start time, so a fresh run shows the
+# same figures.
 GENERATOR = [
     sys.executable,
     str(paths.GENERATORS_DIR / "generate_ecommerce_events.py"),
@@ -82,17 +82,17 @@ GENERATOR = [
     "--output-dir",
     str(INPUT),
 ]
-FIRST_FILES, NEW_FILES = 3, 2
+FIRST_FILES = 3  # event files before the first run
+NEW_FILES = 2  # and the files that arrive before the second
 # Lines no event can be made of, in a file of their own: the quarantine's input (written once).
 TYPOS_FILE = "events-typos.json"
 TYPOS = (
     '{"event_id":"EVT-900001","user_id":"USER-2001","event_type":"purchase","product_id":"P001",\n'
-    '{"event_id":"EVT-900002","user_id":"USER-2002","event_type":"purchase","category":"Home","price":-5.0,'
-    '"quantity":1,"timestamp":"2025-01-15T10:31:00.000Z"}\n'
+    '{"event_id":"EVT-900002","user_id":"USER-2002","event_type":"purchase","category":"Home",'
+    '"price":-5.0,"quantity":1,"timestamp":"2025-01-15T10:31:00.000Z"}\n'
     '{"event_id":"EVT-900003","event_type":"view","category":"Home","price":10.0,"quantity":1,'
     '"timestamp":"2025-01-15T10:32:00.000Z"}\n'
 )
-COMPARED = {"gold_category_revenue": "build_category_revenue", "gold_funnel": "build_funnel"}
 SHOW_ROWS = 12
 
 
@@ -109,33 +109,51 @@ def read_table(spark, table: str) -> DataFrame:
 
 
 def count_rows(spark) -> dict[str, int]:
+    """How many rows each of the pipeline's tables holds now."""
     return {table: read_table(spark, table).count() for table in TABLES}
+
+
+def file_list(names: set[str]) -> str:
+    """The files a run read, for the learner: "events-0001.json, events-0002.json"."""
+    return ", ".join(sorted(names)) or "(no new file)"
 
 
 def read_events(spark) -> DataFrame:
     """The good events of every file in INPUT, as one batch (what bronze and silver read)."""
-    lines = spark.read.text(paths.uri(INPUT)).withColumn(
-        "source_file", F.col("_metadata.file_name")
+    # What bronze does, as a batch: each line as text, with the file it came from.
+    lines = (
+        spark.read.text(paths.uri(INPUT))
+        # _metadata is the hidden per-file column of file sources: which file each line came from.
+        .withColumn("source_file", F.col("_metadata.file_name"))
     )
-    return parsing.valid_records(
-        parsing.parse_json(lines, ECOMMERCE_EVENT_SCHEMA), ECOMMERCE_EVENT_SCHEMA
-    )
+    # What silver does: the parse with quarantine reasons that lesson 03 teaches
+    # (common/parsing.py); the lines with a reason are left out.
+    parsed = parsing.parse_json(lines, ECOMMERCE_EVENT_SCHEMA)
+    return parsing.valid_records(parsed, ECOMMERCE_EVENT_SCHEMA)
 
 
 def compare_with_lesson_17(spark) -> None:
-    """Each gold view next to lesson 17's build_... function on the same events: equal, row for row?"""
+    """Each gold view next to lesson 17's build_... function on the same events: equal?"""
+    # A lesson may import an earlier lesson to reuse what it taught (shared code never does):
+    # lesson 17's own queries are the figures the gold views must match, row for row.
     lesson_17 = paths.import_lesson("17_ecommerce_pipeline")
+    builders = {
+        "gold_category_revenue": lesson_17.build_category_revenue,
+        "gold_funnel": lesson_17.build_funnel,
+    }
     events = read_events(spark)
-    for table, builder in COMPARED.items():
-        gold = sorted(read_table(spark, table).collect())
-        expected = getattr(lesson_17, builder)(events)
-        mine = sorted(expected.select(*read_table(spark, table).columns).collect())
+    for table, build in builders.items():
+        gold_table = read_table(spark, table)
+        gold = sorted(gold_table.collect())
+        # Lesson 17's columns in the gold view's order, so the rows compare as tuples.
+        expected = sorted(build(events).select(*gold_table.columns).collect())
         print(
-            f"  {table}: {len(gold)} rows, lesson 17's {builder}: {len(mine)} rows, equal: {gold == mine}"
+            f"  {table}: {len(gold)} rows, lesson 17's {build.__name__}: {len(expected)} rows, "
+            f"equal: {gold == expected}"
         )
-        for row in [row for row in gold if row not in mine][:3] + [
-            row for row in mine if row not in gold
-        ][:3]:
+        only_in_gold = [row for row in gold if row not in expected]
+        only_in_lesson_17 = [row for row in expected if row not in gold]
+        for row in only_in_gold[:3] + only_in_lesson_17[:3]:
             print(f"    differs: {row}")
 
 
@@ -145,8 +163,9 @@ def main(argv: list[str] | None = None) -> None:
         PIPELINE,
         home=paths.output_for(LESSON),
         storage=checkpoint_root(LESSON, args),
+        # The spec's configuration: bronze.py reads the folder of event files from it.
         configuration={"shop.events_dir": paths.uri(INPUT)},
-    )  # bronze.py reads it
+    )
     # The session serves Spark Connect (the plugin and the catalog are read when its JVM starts).
     with lesson_session(LESSON, args, extra_conf=pipelines.server_conf(pipeline)) as spark:
         banner("1. The pipeline: five tables declared in three files")
@@ -171,12 +190,12 @@ def main(argv: list[str] | None = None) -> None:
             any data moves ({dry.seconds:.0f} s: the graph went to the lesson's session).""")
 
         banner("3. spark-pipelines run: bronze -> silver -> gold")
-        read_before = pipelines.files_read(
-            pipeline, BRONZE
-        )  # on a second run of the lesson: read before
+        # On a second run of the lesson, bronze's checkpoint already lists the files read before.
+        read_before = pipelines.files_read(pipeline, BRONZE)
         first = pipelines.run(pipeline, "run")
-        after_first, read_first = count_rows(spark), pipelines.files_read(pipeline, BRONZE)
-        print(f"  run 1 read: {', '.join(sorted(read_first - read_before)) or '(no new file)'}")
+        after_first = count_rows(spark)
+        read_first = pipelines.files_read(pipeline, BRONZE)
+        print(f"  run 1 read: {file_list(read_first - read_before)}")
 
         banner("4. New files arrive; run again: only they are read")
         add_event_files(NEW_FILES)
@@ -185,7 +204,7 @@ def main(argv: list[str] | None = None) -> None:
         second = pipelines.run(pipeline, "run")
         after_second = count_rows(spark)
         read_second = pipelines.files_read(pipeline, BRONZE)
-        print(f"  run 2 read: {', '.join(sorted(read_second - read_first)) or '(no new file)'}")
+        print(f"  run 2 read: {file_list(read_second - read_first)}")
         print_table(
             ("table", "after run 1", "after run 2"),
             [(table, after_first[table], after_second[table]) for table in TABLES],
@@ -193,23 +212,25 @@ def main(argv: list[str] | None = None) -> None:
         say("""The streaming tables appended only what was new: their checkpoints (under
             checkpoints/18_declarative_pipeline) remember what they read. The materialized views
             were recomputed from all of silver_events: always the whole answer. The runs take
-            one flow at a time (lesson18_pipeline_runner.py says why): with several, silver started
-            alongside bronze and missed what bronze appended in the same run.""")
-        read_table(spark, "silver_quarantine").select("source_file", "reason").show(truncate=False)
+            one flow at a time (lesson18_pipeline_runner.py says why): with several, silver
+            started alongside bronze and missed what bronze appended in the same run.""")
+        quarantine = read_table(spark, "silver_quarantine")
+        quarantine.select("source_file", "reason").show(truncate=False)
 
         banner("5. The gold tables, and lesson 17's figures on the same input")
-        read_table(spark, "gold_category_revenue").orderBy("window_start", "category").show(
-            SHOW_ROWS
-        )
-        read_table(spark, "gold_funnel").orderBy("window_start").show(SHOW_ROWS)
+        revenue = read_table(spark, "gold_category_revenue")
+        revenue.orderBy("window_start", "category").show(SHOW_ROWS)
+        funnel = read_table(spark, "gold_funnel")
+        funnel.orderBy("window_start").show(SHOW_ROWS)
         compare_with_lesson_17(spark)
 
         banner("6. When to declare a pipeline, and when to write the queries")
-        say(f"""Declared wins when tables feed tables: the order, the checkpoints, a full refresh of
-            one table (run --full-refresh silver_events), a dry-run in CI, one graph to read. It runs
-            as a job sent to a Spark endpoint (each command here: {pipelines.costs(dry, first, second)};
-            the one JVM is the command's launcher, the work ran in the lesson's session), so it
-            suits refreshes every few minutes or hours. Hand-written queries win for results within
+        costs = pipelines.costs(dry, first, second)
+        say(f"""Declared wins when tables feed tables: the order, the checkpoints, a full refresh
+            of one table (run --full-refresh silver_events), a dry-run in CI, one graph to read.
+            It runs as a job sent to a Spark endpoint (each command here: {costs}; the one JVM
+            is the command's launcher, the work ran in the lesson's session), so it suits
+            refreshes every few minutes or hours. Hand-written queries win for results within
             seconds (a query that keeps running), for sinks a pipeline does not write (Kafka,
             foreachBatch, a live dashboard like lesson 17's), and for control over triggers and
             state. Both can compute the same figures, as the comparison above shows.""")

@@ -48,13 +48,14 @@ from teaching import checkpoints
 
 PIPELINES_DIR = paths.LESSONS_DIR / "pipelines"
 SPEC_NAME = "spark-pipeline.yml"
-# The Spark Connect server inside the lesson's session (the plugin in pyspark's spark-connect jar),
-# on loopback only. The client sends a token only over a channel it trusts: TLS, or one to "localhost".
+# The Spark Connect server inside the lesson's session (the plugin in pyspark's spark-connect
+# jar), on loopback only. The client sends a token only over a channel it trusts: TLS, or one to
+# "localhost".
 CONNECT_PLUGIN = "org.apache.spark.sql.connect.SparkConnectPlugin"
-CONNECT_ADDRESS, CONNECT_HOST = "127.0.0.1", "localhost"
-TOKEN_VARIABLE = (
-    "SPARK_CONNECT_AUTHENTICATE_TOKEN"  # where the client (and the command) read the token
-)
+CONNECT_ADDRESS = "127.0.0.1"  # where the server listens
+CONNECT_HOST = "localhost"  # and the name the command reaches it by
+# Where the client (and the command) read the token.
+TOKEN_VARIABLE = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
 STOP_WAIT_SECONDS = 10  # after Ctrl-C: how long the JVMs get to shut down before SIGKILL
 SAMPLE_SECONDS = 0.5  # how often the CPU time of the command's processes is read
 LOG_TAIL_LINES = 12
@@ -81,12 +82,9 @@ class Pipeline:
     name: str
     home: Path  # what a run writes: the spec's copy, the warehouse, the metastore, the logs
     storage: Path  # the spec's storage: the checkpoints of the streaming tables
-    port: int = field(
-        default_factory=lambda: free_port(CONNECT_ADDRESS)
-    )  # the Spark Connect endpoint's port
-    token: str = field(
-        default_factory=lambda: uuid.uuid4().hex, repr=False
-    )  # and the token it asks for
+    # The Spark Connect endpoint's port, and the token it asks for.
+    port: int = field(default_factory=lambda: free_port(CONNECT_ADDRESS))
+    token: str = field(default_factory=lambda: uuid.uuid4().hex, repr=False)
     # The spec's configuration: Spark confs of the command's session, which definitions read with
     # spark.conf.get (the lesson's input folder, so the definitions name no folder of their own).
     configuration: dict[str, str] = field(default_factory=dict)
@@ -121,9 +119,8 @@ class Pipeline:
 class RunResult:
     action: str
     seconds: float
-    cpu_seconds: (
-        float | None
-    )  # CPU time of every process of the command (None where /proc is missing)
+    # CPU time of every process of the command (None where /proc is missing).
+    cpu_seconds: float | None
     processes: int  # how many processes it started (the Python client, its JVMs)
     jvms: int
     flows: dict[str, str] = field(default_factory=dict)  # flow -> its last state
@@ -135,13 +132,17 @@ class PipelineError(CourseError):
 
 
 def prepare(pipeline: Pipeline) -> None:
-    """Copy the pipeline's folder next to a spec with this run's storage and configuration; write the JVM options."""
+    """Copy the pipeline's folder next to a spec with this run's storage and configuration.
+
+    Also write the JVM options of the command's own JVM.
+    """
     target = pipeline.spec.parent
     if target.exists():
         shutil.rmtree(target)  # a fresh copy each time: a learner's edit of the source is picked up
     shutil.copytree(pipeline.source, target, ignore=shutil.ignore_patterns("__pycache__"))
     spec = pipeline.spec.read_text(encoding="utf-8")
-    # Remote storage as paths.uri gives it; a local folder as a URI with %-escapes, which the spec needs.
+    # Remote storage as paths.uri gives it; a local folder as a URI with %-escapes, which the
+    # spec needs.
     where = (
         paths.uri(pipeline.storage)
         if paths.is_remote(pipeline.storage)
@@ -157,30 +158,31 @@ def prepare(pipeline: Pipeline) -> None:
     pipeline.spec.write_text(spec, encoding="utf-8")
     pipeline.storage.mkdir(parents=True, exist_ok=True)
     if pipeline.conf_dir.exists():
-        shutil.rmtree(
-            pipeline.conf_dir
-        )  # an earlier version's spark-defaults.conf would reach the command
+        # An earlier version's spark-defaults.conf would reach the command.
+        shutil.rmtree(pipeline.conf_dir)
     pipeline.conf_dir.mkdir(parents=True)
-    # The command's own JVM (it runs no Spark, only the client's gateway): quiet, and cheap to start.
-    # spark-class reads its options from this file; spark.driver.extraJavaOptions would not reach it.
+    # The command's own JVM (it runs no Spark, only the client's gateway): quiet, and cheap to
+    # start. spark-class reads its options from this file; spark.driver.extraJavaOptions would
+    # not reach it.
     (pipeline.conf_dir / "java-opts").write_text(
         " ".join(DRIVER_JAVA_OPTIONS) + "\n", encoding="utf-8"
     )
 
 
 def files_read(pipeline: Pipeline, table: str) -> set[str]:
-    """The input files a streaming table's checkpoint (under the spec's storage) says it has read."""
-    return set().union(
-        *(
-            checkpoints.source_files(checkpoint)
-            for checkpoint in checkpoints.query_checkpoints(pipeline.storage / "_checkpoints")
-            if table in checkpoint.parts
-        )
-    )
+    """The input files a streaming table's checkpoint (under the spec's storage) says it read."""
+    read: set[str] = set()
+    for checkpoint in checkpoints.query_checkpoints(pipeline.storage / "_checkpoints"):
+        if table in checkpoint.parts:
+            read |= checkpoints.source_files(checkpoint)
+    return read
 
 
 def costs(*runs: RunResult) -> str:
-    """What each command took: "dry-run 7 s (3 CPU-s, 1 JVM), run 12 s ..." (no CPU-s where /proc is missing)."""
+    """What each command took: "dry-run 7 s (3 CPU-s, 1 JVM), run 12 s ...".
+
+    No CPU-s where /proc is missing.
+    """
     return ", ".join(
         f"{run.action} {run.seconds:.0f} s"
         + (f" ({run.cpu_seconds:.0f} CPU-s, {run.jvms} JVM)" if run.cpu_seconds else "")
@@ -189,14 +191,16 @@ def costs(*runs: RunResult) -> str:
 
 
 def server_conf(pipeline: Pipeline) -> dict[str, str]:
-    """The lesson's session as the pipeline's Spark Connect endpoint: ``get_spark(extra_conf=...)``.
+    """The confs that make the lesson's session the pipeline's Spark Connect endpoint.
+
+    Given as ``lesson_session(..., extra_conf=server_conf(pipeline))``.
 
     All of it is read when the JVM starts (the plugin, the catalog), so it is given to the
     session's builder, before the first session exists.
     """
     metastore = pipeline.home / "metastore_db"
     return {
-        # The Spark Connect server, started by the session's SparkContext, on loopback, with a token.
+        # The Spark Connect server the session's SparkContext starts, on loopback, with a token.
         "spark.plugins": CONNECT_PLUGIN,
         "spark.connect.grpc.binding.address": CONNECT_ADDRESS,
         "spark.connect.grpc.binding.port": str(pipeline.port),
@@ -205,11 +209,14 @@ def server_conf(pipeline: Pipeline) -> dict[str, str]:
         # remembers them, so a second run updates them instead of refusing their folders.
         "spark.sql.catalogImplementation": "hive",
         "spark.sql.warehouse.dir": paths.uri(pipeline.warehouse),
-        "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={metastore.resolve()};create=true",
+        "spark.hadoop.javax.jdo.option.ConnectionURL": (
+            f"jdbc:derby:;databaseName={metastore.resolve()};create=true"
+        ),
         # The tables are Parquet (Spark's default format). Delta tables would need the session's
         # delta=True and spark.sql.parsing.default=delta: measured on 2 cores with a server per
         # command, a run then took 31-34 s and 36-43 CPU-s instead of about 18 s and 20 CPU-s.
-        # derby.log here, not in the folder the lesson was started from (after the course's JVM options).
+        # derby.log here, not in the folder the lesson was started from (added after the
+        # course's JVM options).
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={pipeline.home.resolve()}",
         # One flow at a time, in the graph's order. With several, a run started silver (a streaming
         # table reading bronze_events) alongside bronze, and silver missed the lines bronze appended
@@ -219,7 +226,10 @@ def server_conf(pipeline: Pipeline) -> dict[str, str]:
 
 
 def command(pipeline: Pipeline, action: str) -> list[str]:
-    """The command line a learner would type (from the venv): ``spark-pipelines <action> --spec ...``."""
+    """The command line a learner would type (from the venv).
+
+    ``spark-pipelines <action> --spec ... --remote ...``.
+    """
     executable = Path(sys.executable).parent / "spark-pipelines"
     return [str(executable), action, "--spec", str(pipeline.spec), "--remote", pipeline.remote]
 
@@ -241,11 +251,15 @@ def environment(pipeline: Pipeline) -> dict[str, str]:
 
 
 def shell_line(pipeline: Pipeline, action: str) -> str:
-    """The same command as one line for a terminal, with the variables it needs (the token not shown)."""
+    """The same command as one line for a terminal, with the variables it needs.
+
+    The token is not shown.
+    """
     home = paths.display(pipeline.home)
     return (
         f"SPARK_CONF_DIR={home}/conf PYTHONPATH=streaming_tutorial {TOKEN_VARIABLE}=... "
-        f".venv/bin/spark-pipelines {action} --spec {home}/pipeline/{SPEC_NAME} --remote {pipeline.remote}"
+        f".venv/bin/spark-pipelines {action} --spec {home}/pipeline/{SPEC_NAME} "
+        f"--remote {pipeline.remote}"
     )
 
 
@@ -255,7 +269,8 @@ def run(pipeline: Pipeline, action: str, show: Callable[[str], None] = print) ->
     Every line goes to ``logs/<action>-N.log``; the lines about the pipeline go to ``show``.
     """
     pipeline.logs.mkdir(parents=True, exist_ok=True)
-    log = pipeline.logs / f"{action}-{len(list(pipeline.logs.glob(f'{action}-*.log'))) + 1}.log"
+    earlier = len(list(pipeline.logs.glob(f"{action}-*.log")))
+    log = pipeline.logs / f"{action}-{earlier + 1}.log"
     started = time.monotonic()
     flows: dict[str, str] = {}
     with open(log, "w", encoding="utf-8") as handle:
@@ -266,8 +281,9 @@ def run(pipeline: Pipeline, action: str, show: Callable[[str], None] = print) ->
             stdin=subprocess.DEVNULL,
             env=environment(pipeline),
             text=True,
+            # Its own process group: Ctrl-C here stops all of it.
             start_new_session=True,
-        )  # its own group: Ctrl-C here stops all of it
+        )
         meter = CpuMeter(process.pid)
         try:
             for line in process.stdout:
@@ -296,7 +312,10 @@ def run(pipeline: Pipeline, action: str, show: Callable[[str], None] = print) ->
 
 
 def event_to_show(line: str, flows: dict[str, str]) -> str | None:
-    """The text to show for one output line, or None; remembers each flow's latest state in ``flows``."""
+    """The text to show for one output line, or None.
+
+    Remembers each flow's latest state in ``flows``.
+    """
     match = EVENT_LINE.match(line)
     if not match:
         return None
@@ -309,16 +328,20 @@ def event_to_show(line: str, flows: dict[str, str]) -> str | None:
         flows[name] = state
         if state not in SHOWN_STATES:
             return None
-        return f"  {clock}  {name}: {state.lower()}" + (
-            message[flow.end() :].rstrip(".") if state == "FAILED" else ""
-        )
+        shown = f"  {clock}  {name}: {state.lower()}"
+        if state == "FAILED":
+            shown += message[flow.end() :].rstrip(".")  # the error, after the state
+        return shown
     if message.startswith("Importing ") or message.startswith("Registering SQL file "):
         return f"  {clock}  read {Path(message.split(' ', 2)[-1].rstrip('.')).name}"
     return f"  {clock}  {message}"
 
 
 def stop_group(process: subprocess.Popen, wait: float = STOP_WAIT_SECONDS) -> None:
-    """SIGTERM the command's process group (its JVMs shut down cleanly), SIGKILL what is left after ``wait``."""
+    """SIGTERM the command's process group, SIGKILL what is left after ``wait`` seconds.
+
+    SIGTERM first, so its JVMs shut down cleanly.
+    """
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(process.pid, sig)
@@ -345,7 +368,9 @@ class CpuMeter:
     """
 
     def __init__(self, pgid: int) -> None:
-        self.pgid, self.seen, self.names = pgid, {}, {}
+        self.pgid = pgid
+        self.seen: dict[str, int] = {}  # pid -> the most CPU ticks read for it
+        self.names: dict[str, str] = {}  # pid -> its program's name ("launcher": see _what)
         self._ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True, name="pipeline-cpu")
@@ -356,17 +381,15 @@ class CpuMeter:
             for stat in group_stats(self.pgid):
                 pid = str(stat.pid)
                 self.seen[pid] = max(self.seen.get(pid, 0), stat.cpu_ticks)
-                if self.names.get(pid) not in (
-                    stat.name,
-                    "launcher",
-                ):  # new, or it exec'd another program
+                # New, or it exec'd another program.
+                if self.names.get(pid) not in (stat.name, "launcher"):
                     self.names[pid] = self._what(stat.path, stat.name)
             if self._done.wait(SAMPLE_SECONDS):
                 return
 
     @staticmethod
     def _what(entry: Path, name: str) -> str:
-        """The process's name; "launcher" for the short JVM spark-class runs to build the real command."""
+        """The process's name, or "launcher" for spark-class's JVM that builds the command."""
         if name != "java":
             return name
         try:
@@ -383,45 +406,52 @@ class CpuMeter:
         return sum(self.seen.values()) / self._ticks if self.seen else None
 
     def jvms(self) -> int:
-        """The JVMs the command ran, not counting spark-class's brief one that only builds the command line."""
+        """The JVMs the command ran, not counting the brief one spark-class runs first."""
         return sum(name == "java" for name in self.names.values())
 
 
-# What a failure's output says -> what to do. The first match wins; the command's own words follow.
+# What a failure's output says -> what to do. The first match wins; the advice then quotes the
+# command's own words.
 KNOWN_FAILURES = (
     (
         "No module named 'yaml'",
-        "spark-pipelines needs the [pipelines] extra of pyspark (pyyaml and the Spark Connect client). "
-        "Install the course's requirements: pip install -r requirements.txt",
+        "spark-pipelines needs the [pipelines] extra of pyspark (pyyaml and the Spark Connect "
+        "client). Install the course's requirements: pip install -r requirements.txt",
     ),
     (
         "LOCATION_ALREADY_EXISTS",
-        "A table's folder exists but the catalog does not know the table: a second run without the Hive "
-        "catalog, or a metastore that was deleted while the warehouse stayed. Run the lesson with --reset.",
+        "A table's folder exists but the catalog does not know the table: a second run without "
+        "the Hive catalog, or a metastore that was deleted while the warehouse stayed. Run the "
+        "lesson with --reset.",
     ),
     (
         "failed to connect to all addresses",
-        "spark-pipelines could not reach the Spark Connect endpoint given to --remote: the session that serves it "
-        "has stopped, or it was started without the Spark Connect plugin (lesson18_pipeline_runner.py: server_conf).",
+        "spark-pipelines could not reach the Spark Connect endpoint given to --remote: the session "
+        "that serves it has stopped, or it was started without the Spark Connect plugin "
+        "(lesson18_pipeline_runner.py: server_conf).",
     ),
     (
         "JAVA_GATEWAY_EXITED",
-        "spark-pipelines could not start its JVM. Run 'python streaming_tutorial/00_setup_environment.py' "
-        "to check Java and pyspark.",
+        "spark-pipelines could not start its JVM. Run "
+        "'python streaming_tutorial/00_setup_environment.py' to check Java and pyspark.",
     ),
     (
         "Traceback (most recent call last)",
-        "A Python error: in one of the pipeline's files (its name is in the traceback) or in the command itself.",
+        "A Python error: in one of the pipeline's files (its name is in the traceback) or in the "
+        "command itself.",
     ),
 )
 ERROR_CLASS = re.compile(r"\[([A-Z][A-Z0-9_]+(?:\.[A-Z0-9_]+)*)\][^\n]*")
 
 
 def failure_advice(output: str, log: Path) -> str:
-    """One paragraph for a failed run: the known cause if any, the error line, and where the whole log is."""
-    advice = next(
-        (text for marker, text in KNOWN_FAILURES if marker in output), "spark-pipelines failed."
-    )
+    """One paragraph for a failed run: the known cause if any, the error line, and where the
+    whole log is."""
+    advice = "spark-pipelines failed."
+    for marker, known in KNOWN_FAILURES:
+        if marker in output:
+            advice = known
+            break
     error = ERROR_CLASS.search(output)
     lines = [
         line

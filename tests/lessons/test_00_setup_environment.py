@@ -5,14 +5,13 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import Row
 
-from common import parsing
 from conftest import load_lesson, run_script
 
 lesson = load_lesson("00_setup_environment")
 
 
 def test_products_per_category(spark):
-    rows = lesson.build_products_per_category(parsing.read_products(spark)).collect()
+    rows = lesson.build_products_per_category(lesson.read_products(spark)).collect()
 
     assert rows == [
         Row(category="Electronics", products=3, avg_list_price=566.66),

@@ -1,11 +1,11 @@
 """Lesson 18: the shop pipeline declared for spark-pipelines.
 
-Without a JVM: the run's folder (spec copy, the command's JVM options), the session's Spark Connect
-configuration, the command line, the lines shown from the command's output, the advice on a
-failure, and Ctrl-C stopping the command's whole process group. With the real command: one smoke
-run of the lesson as a learner runs it (dry-run, run, new files, run again, each command against
-the lesson's own session with one JVM of its own), whose gold tables are checked exactly against
-figures computed here in plain Python from the simulator's events.
+Without a JVM: the run's folder (spec copy, the command's JVM options), the session's Spark
+Connect configuration, the command line, the lines shown from the command's output, the advice
+on a failure, and Ctrl-C stopping the command's whole process group. With the real command: one
+smoke run of the lesson as a learner runs it (dry-run, run, new files, run again, each command
+against the lesson's own session with one JVM of its own), whose gold tables are checked exactly
+against figures computed here in plain Python from the simulator's events.
 """
 
 from __future__ import annotations
@@ -62,12 +62,10 @@ def test_the_lessons_session_serves_spark_connect_with_the_pipelines_catalog(tmp
         conf["spark.connect.grpc.binding.port"],
     ) == ("127.0.0.1", str(pipeline.port))
     assert conf["spark.connect.authenticate.token"] == pipeline.token != pipeline_in(tmp_path).token
-    assert (
-        conf["spark.sql.catalogImplementation"] == "hive"
-    )  # a second run fails LOCATION_ALREADY_EXISTS without it
-    assert (
-        conf["spark.sql.warehouse.dir"] == f"file:{pipeline.warehouse.resolve()}"
-    )  # never a bare path
+    # A second run fails LOCATION_ALREADY_EXISTS without it.
+    assert conf["spark.sql.catalogImplementation"] == "hive"
+    # Never a bare path.
+    assert conf["spark.sql.warehouse.dir"] == f"file:{pipeline.warehouse.resolve()}"
     assert (
         f"databaseName={(pipeline.home / 'metastore_db').resolve()};"
         in conf["spark.hadoop.javax.jdo.option.ConnectionURL"]
@@ -89,9 +87,8 @@ def test_the_command_is_the_venvs_spark_pipelines_sent_to_the_lessons_endpoint(t
     assert Path(line[0]).is_file()
     environment = pipelines.environment(pipeline)
     assert environment["SPARK_CONF_DIR"] == str(pipeline.conf_dir.resolve())
-    assert (
-        environment["PYTHONPATH"].split(":")[0].endswith("streaming_tutorial")
-    )  # the definitions import common
+    # The definitions import common.
+    assert environment["PYTHONPATH"].split(":")[0].endswith("streaming_tutorial")
     assert environment["SPARK_CONNECT_AUTHENTICATE_TOKEN"] == pipeline.token
     assert pipeline.token not in pipelines.shell_line(pipeline, "run")  # what the lesson prints
 
@@ -100,7 +97,8 @@ def test_only_the_lines_about_the_pipeline_are_shown_and_every_flows_last_state_
     flows: dict[str, str] = {}
     lines = [
         "2026-01-15 10:30:00: Loading pipeline spec from /x/spark-pipeline.yml...",
-        "17:11:57 WARN ObjectStore: Failed to get database default, returning NoSuchObjectException",
+        "17:11:57 WARN ObjectStore: Failed to get database default, "
+        "returning NoSuchObjectException",
         "2026-01-15 10:30:01: Importing /x/transformations/bronze.py...",
         "2026-01-15 10:30:01: Registering SQL file /x/transformations/gold.sql...",
         "2026-01-15 10:30:02: Flow spark_catalog.default.bronze_events is RUNNING.",
@@ -120,11 +118,12 @@ def test_only_the_lines_about_the_pipeline_are_shown_and_every_flows_last_state_
 
 
 def test_a_failure_names_the_cause_spark_pipelines_own_words_and_the_log(tmp_path):
-    output = textwrap.dedent("""\
-        Traceback (most recent call last):
-          File "/x/transformations/silver.py", line 18, in parsed_lines
-        pyspark.errors.exceptions.connect.AnalysisException: [TABLE_OR_VIEW_NOT_FOUND] The table or view `bronz` cannot be found.
-        """)
+    output = (
+        "Traceback (most recent call last):\n"
+        '  File "/x/transformations/silver.py", line 18, in parsed_lines\n'
+        "pyspark.errors.exceptions.connect.AnalysisException: [TABLE_OR_VIEW_NOT_FOUND] "
+        "The table or view `bronz` cannot be found.\n"
+    )
     advice = pipelines.failure_advice(output, tmp_path / "run-1.log")
     assert advice.startswith("A Python error: in one of the pipeline's files")
     assert "[TABLE_OR_VIEW_NOT_FOUND] The table or view `bronz` cannot be found." in advice
@@ -135,7 +134,8 @@ def test_a_failure_names_the_cause_spark_pipelines_own_words_and_the_log(tmp_pat
 
 
 def test_ctrl_c_stops_the_command_and_every_process_it_started(tmp_path, monkeypatch):
-    # A stand-in for spark-pipelines: it prints a pipeline line, starts a child (a JVM's place), and waits.
+    # A stand-in for spark-pipelines: it prints a pipeline line, starts a child (a JVM's place),
+    # and waits.
     script = tmp_path / "fake.py"
     script.write_text(
         textwrap.dedent("""\
@@ -154,10 +154,15 @@ def test_ctrl_c_stops_the_command_and_every_process_it_started(tmp_path, monkeyp
         groups.append(text)
         raise KeyboardInterrupt
 
-    popen, made = pipelines.subprocess.Popen, []
-    monkeypatch.setattr(
-        pipelines.subprocess, "Popen", lambda *a, **k: made.append(popen(*a, **k)) or made[-1]
-    )
+    popen = pipelines.subprocess.Popen
+    made = []
+
+    def popen_and_keep(*args, **kwargs):
+        process = popen(*args, **kwargs)
+        made.append(process)
+        return process
+
+    monkeypatch.setattr(pipelines.subprocess, "Popen", popen_and_keep)
     with pytest.raises(KeyboardInterrupt):
         pipelines.run(pipeline_in(tmp_path), "run", show=press_ctrl_c)
     assert groups == ["  10:30:00  Run is RUNNING."]
@@ -167,7 +172,8 @@ def test_ctrl_c_stops_the_command_and_every_process_it_started(tmp_path, monkeyp
 
 # --- the real command: one run of the lesson ------------------------------------------------------
 
-FIVE_MINUTES, TWO_MINUTES = timedelta(minutes=5), timedelta(minutes=2)
+FIVE_MINUTES = timedelta(minutes=5)  # gold_category_revenue's window
+TWO_MINUTES = timedelta(minutes=2)  # gold_funnel's window
 EVENTS = 100  # 5 files of 20 events: 3 before the first run, 2 before the second
 
 
@@ -177,12 +183,16 @@ def window_start(moment: datetime, size: timedelta) -> datetime:
 
 
 def expected_gold() -> tuple[list[tuple], list[tuple]]:
-    """Both gold tables computed in plain Python from the simulator's events (the lesson's seed and time)."""
+    """Both gold tables computed in plain Python from the simulator's events.
+
+    With the lesson's seed and start time.
+    """
     generator = load_generator()
     events = generator.make_ecommerce_events(
         EVENTS, seed=42, base_time=datetime(2025, 1, 15, 10, 30, tzinfo=timezone.utc)
     )
-    revenue, funnel = defaultdict(list), defaultdict(lambda: [0, 0, 0])
+    revenue = defaultdict(list)
+    funnel = defaultdict(lambda: [0, 0, 0])
     for event in events:
         moment = datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00"))
         if event["event_type"] == "purchase":
@@ -243,9 +253,8 @@ def test_the_lesson_runs_the_pipeline_twice_and_its_gold_tables_hold_the_exact_f
     out = prose(result.stdout)
     assert "Run is COMPLETED." in out
     assert "run 1 read: events-0001.json, events-0002.json, events-0003.json" in out
-    assert (
-        "run 2 read: events-0004.json, events-0005.json, events-typos.json" in out
-    )  # only the new files
+    # Only the new files.
+    assert "run 2 read: events-0004.json, events-0005.json, events-typos.json" in out
     table = [line.split() for line in result.stdout.split("after run 2\n", 1)[1].splitlines()[:5]]
     assert table == [
         ["bronze_events", "60", "103"],
@@ -257,7 +266,8 @@ def test_the_lesson_runs_the_pipeline_twice_and_its_gold_tables_hold_the_exact_f
     for reason in ("not a JSON object", "price below 0", "missing user_id"):
         assert f"|events-typos.json|{reason}" in result.stdout
     assert "gold_category_revenue: " in out and out.count("equal: True") == 2
-    # Each command ran one JVM, its launcher: the pipeline ran in the lesson's session, not in a Spark of its own.
+    # Each command ran one JVM, its launcher: the pipeline ran in the lesson's session, not in a
+    # Spark of its own.
     assert re.findall(r"(dry-run|run) \d+ s \(\d+ CPU-s, (\d+) JVM\)", out) == [
         ("dry-run", "1"),
         ("run", "1"),
@@ -284,7 +294,6 @@ def test_the_jvm_count_leaves_out_the_brief_launcher_jvm_spark_class_runs_first(
         (tmp_path / pid / "cmdline").write_bytes(command)
     assert pipelines.CpuMeter._what(tmp_path / "1", "java") == "launcher"
     assert pipelines.CpuMeter._what(tmp_path / "2", "java") == "java"
-    assert (
-        pipelines.CpuMeter._what(tmp_path / "3", "java") == "java"
-    )  # gone before its command line was read
+    # Gone before its command line was read.
+    assert pipelines.CpuMeter._what(tmp_path / "3", "java") == "java"
     assert pipelines.CpuMeter._what(tmp_path / "2", "python3") == "python3"

@@ -9,15 +9,20 @@ configuration ``shop.events_dir`` (lesson 18 sets it to output/18_declarative_pi
 from pyspark import pipelines as dp
 from pyspark.sql import functions as F
 
-spark = globals()[
-    "spark"
-]  # set by spark-pipelines (named here so linters and readers see where it comes from)
-EVENTS_DIR = spark.conf.get(
-    "shop.events_dir"
-)  # from the spec's configuration: the folder of event files
+# Set by spark-pipelines before it imports this file (named here so linters and readers see
+# where it comes from).
+spark = globals()["spark"]
+# From the spec's configuration: the folder of event files.
+EVENTS_DIR = spark.conf.get("shop.events_dir")
 
 
 @dp.table(comment="Raw lines of the shop's event files, one row per line, never parsed or dropped")
 def bronze_events():
-    # The same reader as the lessons' read_json_lines: text first, so no line is ever lost.
-    return spark.readStream.text(EVENTS_DIR).withColumn("source_file", F.col("_metadata.file_name"))
+    # A definition returns the stream and starts nothing: spark-pipelines writes it to the table,
+    # with a checkpoint of its own, in the order the graph needs.
+    return (
+        # Text, not JSON: every line becomes a row, so no line is ever lost (silver parses it).
+        spark.readStream.text(EVENTS_DIR)
+        # _metadata is the hidden per-file column of file sources: which file each line came from.
+        .withColumn("source_file", F.col("_metadata.file_name"))
+    )
