@@ -24,7 +24,7 @@ Run
 What you'll see
   (a first run on an empty folder, which starts the simulator; counts vary with timing)
   batch 0: 20 events -> Delta v0 | 3 purchases -> database (Electronics) | 3 alerts | 0 quarantined
-  batch 1: 60 events -> Delta v1 | 8 purchases -> database (Electronics, Fashion, Home, Sports) | 0 alerts | ...
+  batch 1: 60 events -> Delta v1 | 8 purchases -> database (Electronics, Fashion, Home, ...
   Delta table output/10_foreach_batch/events: 80 rows in 2 versions
   category_sales in jdbc:sqlite:output/10_foreach_batch/shop.db:
     category     purchases  units  revenue  last_batch
@@ -34,7 +34,7 @@ What you'll see
   Alerts: 3 lines in output/10_foreach_batch/alerts
   ...
   Deleted checkpoints/10_foreach_batch/events/commits/1: to Spark, batch 1 never finished.
-  batch 1 (again): 60 events -> Delta skipped (txnVersion 1 already committed) | database skipped (batch 1 ...
+  batch 1 (again): 60 events -> Delta skipped (txnVersion 1 already committed) | database ...
   Delta rows: 80 -> 80; database purchases: 11 -> 11; alert lines: 3 -> 3
 """
 
@@ -42,12 +42,14 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from pathlib import Path
+from typing import Sequence
 
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from common import config, database, parsing, paths
+from common.sales import build_category_sales
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 from infra import cli, files, kafka, kafka_broker, simulators
 from infra.runner import (
@@ -63,38 +65,48 @@ from infra.runner import (
 from teaching import checkpoints, narration
 
 LESSON = "10_foreach_batch"
-DEFAULT_DURATION = (
-    60  # an upper bound: the lesson stops once the simulator is done and its files are read
-)
+# An upper bound: the lesson stops once the simulator is done and its files are read.
+DEFAULT_DURATION = 60
 TRIGGER_INTERVAL = "3 seconds"
 ALERT_THRESHOLD = 500.0  # a purchase worth at least this much (price x quantity) raises an alert
 SIMULATOR = ("ecommerce", "generate_ecommerce_events.py", ["--count", "4", "--interval", "3"])
-# Per-category totals to which each batch ADDS its own, in SQL that SQLite and PostgreSQL both accept.
+# The replay guard: one row per (query id, batch id) whose writes the database committed.
+APPLIED_BATCHES = """CREATE TABLE IF NOT EXISTS applied_batches (
+    app_id VARCHAR(64) NOT NULL,
+    batch_id BIGINT NOT NULL,
+    input_rows BIGINT NOT NULL,
+    PRIMARY KEY (app_id, batch_id))"""
+# Claims a batch: it changes no row (0) when the batch was claimed before, i.e. on a replay.
+CLAIM_BATCH = (
+    "INSERT INTO applied_batches (app_id, batch_id, input_rows) VALUES (?, ?, ?) "
+    "ON CONFLICT (app_id, batch_id) DO NOTHING"
+)
+# Per-category totals to which each batch ADDS its own, in SQL that SQLite and PostgreSQL
+# both accept.
 CATEGORY_SALES = """CREATE TABLE IF NOT EXISTS category_sales (
     category VARCHAR(64) PRIMARY KEY, purchases BIGINT NOT NULL, units BIGINT NOT NULL,
     revenue DOUBLE PRECISION NOT NULL, last_batch BIGINT NOT NULL)"""
 ADD_TO_CATEGORY = """INSERT INTO category_sales (category, purchases, units, revenue, last_batch)
     VALUES (?, ?, ?, ?, ?) ON CONFLICT (category) DO UPDATE SET
-    purchases = category_sales.purchases + excluded.purchases, units = category_sales.units + excluded.units,
-    revenue = category_sales.revenue + excluded.revenue, last_batch = excluded.last_batch"""
+    purchases = category_sales.purchases + excluded.purchases,
+    units = category_sales.units + excluded.units,
+    revenue = category_sales.revenue + excluded.revenue,
+    last_batch = excluded.last_batch"""
 
 
 def read_events(spark, folder: Path) -> DataFrame:
-    """The shop's event files as a stream of lines, parsed: a bad line keeps its text and a reason."""
-    return parsing.parse_json(parsing.read_json_lines(spark, folder), ECOMMERCE_EVENT_SCHEMA)
-
-
-def build_category_sales(events: DataFrame) -> DataFrame:
-    """Purchases, units and revenue per category in this batch: what the database adds up."""
-    return (
-        events.filter(F.col("event_type") == "purchase")
-        .groupBy("category")
-        .agg(
-            F.count("*").alias("purchases"),
-            F.sum("quantity").alias("units"),
-            F.round(F.sum(F.col("price") * F.col("quantity")), 2).alias("revenue"),
-        )
+    """The shop's event files as a stream of lines, parsed: a bad line keeps its text and a
+    reason."""
+    folder.mkdir(parents=True, exist_ok=True)  # a file source needs its folder to exist
+    lines = (
+        # Text, not .json(): a line that is no event is kept (and quarantined), never lost.
+        spark.readStream.format("text")
+        .load(paths.uri(folder))
+        # _metadata is the hidden per-file column of file sources: the file a line came from.
+        .withColumn("source_file", F.col("_metadata.file_name"))
     )
+    # Lesson 03's parsing: the event's fields, and a quarantine_reason (null for a good one).
+    return parsing.parse_json(lines, ECOMMERCE_EVENT_SCHEMA)
 
 
 def build_alerts(events: DataFrame, threshold: float = ALERT_THRESHOLD) -> DataFrame:
@@ -118,7 +130,8 @@ def start_batches(events: DataFrame, checkpoint: Path, trigger: dict, **where):
         events.writeStream.foreachBatch(
             foreach_batch(lambda batch, batch_id: write_batch(batch, batch_id, **where))
         )
-        # The checkpoint also keeps the query's id: write_batch's app id, the same after a restart.
+        # The checkpoint also keeps the query's id: write_batch's app id, the same after a
+        # restart.
         .option("checkpointLocation", paths.uri(checkpoint))
         .queryName("shop_events_foreach_batch")
         .trigger(**trigger)
@@ -132,15 +145,19 @@ def write_batch(
     *,
     folder: Path,
     jdbc: database.Jdbc,
-    kafka: str | None = None,
+    bootstrap: str | None = None,
     topic: str = config.TOPIC_ALERTS,
     app_id: str | None = None,
 ) -> dict:
-    """The foreachBatch function: one micro-batch to four destinations, each write idempotent."""
+    """The foreachBatch function: one micro-batch to four destinations, each write idempotent.
+
+    Alerts go to the Kafka topic when ``bootstrap`` names a broker, to files otherwise.
+    """
     # A NEW checkpoint gets a new query id and batch ids from 0 again: with a fixed app id,
     # Delta would silently skip every batch up to the old highest id.
     app_id = app_id or batch.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
-    batch.persist()  # four writes read this batch: without persist() each would parse the files again
+    # Four writes read this batch: without persist() each would parse the files again.
+    batch.persist()
     try:
         events = parsing.valid_records(batch, ECOMMERCE_EVENT_SCHEMA)
         count = events.count()
@@ -148,114 +165,170 @@ def write_batch(
         sales = build_category_sales(events).orderBy("category").collect()
         applied = write_database_once(events.sparkSession, jdbc, app_id, batch_id, count, sales)
         alerts = build_alerts(events).orderBy("event_id")
-        sent = (
-            write_kafka(alerts, kafka, topic)
-            if kafka
-            else write_lines(alerts, folder / "alerts", batch_id)
-        )
-        bad = write_lines(
-            parsing.quarantined(batch, "source_file"), folder / "quarantine", batch_id
-        )
+        if bootstrap:
+            sent = write_kafka(alerts, bootstrap, topic)
+        else:
+            sent = write_lines(alerts, folder / "alerts", batch_id)
+        bad = parsing.quarantined(batch, "source_file")
+        quarantined = write_lines(bad, folder / "quarantine", batch_id)
     finally:
         batch.unpersist()
-    delta = (
-        f"Delta v{version}"
-        if version is not None
-        else f"Delta skipped (txnVersion {batch_id} already committed)"
-    )
-    database_text = (
-        f"{sum(row.purchases for row in sales)} purchases -> database "
-        f"({', '.join(row.category for row in sales) or 'no category'})"
-        if applied
-        else f"database skipped (batch {batch_id} already applied)"
-    )
-    print(
-        f"batch {batch_id}{'' if applied else ' (again)'}: {count} events -> {delta} | {database_text} | "
-        f"{sent} alert{'s' if sent != 1 else ''} | {bad} quarantined",
-        flush=True,
-    )
-    return {
+    report = {
         "events": count,
         "delta_version": version,
         "applied": applied,
         "alerts": sent,
-        "quarantined": bad,
+        "quarantined": quarantined,
     }
+    print(batch_summary(batch_id, report, sales), flush=True)
+    return report
 
 
 def write_delta_once(events: DataFrame, table: Path, app_id: str, batch_id: int) -> int | None:
-    """Append the batch unless (app id, batch id) is in the table already; the new version, or None."""
-    spark, path = events.sparkSession, paths.uri(table)
-    version = lambda: (
-        DeltaTable.forPath(spark, path).history(1).first().version
-        if DeltaTable.isDeltaTable(spark, path)
-        else -1
-    )  # noqa: E731
-    before = version()  # a skipped write makes no new version
+    """Append the batch unless (app id, batch id) is in the table already: the new version, or
+    None when Delta skipped the write."""
+    spark = events.sparkSession
+    path = paths.uri(table)
+    before = latest_version(spark, path)  # a skipped write makes no new version
     # Delta keeps, per txnAppId, the highest txnVersion committed, in the same commit as the
     # data: a write whose txnVersion is not higher is skipped, atomically.
-    events.write.format("delta").mode("append").option("txnAppId", app_id).option(
-        "txnVersion", batch_id
-    ).save(path)
-    after = version()
-    return after if after != before else None
+    (
+        events.write.format("delta")
+        .mode("append")
+        .option("txnAppId", app_id)
+        .option("txnVersion", batch_id)
+        .save(path)
+    )
+    after = latest_version(spark, path)
+    if after == before:
+        return None
+    return after
+
+
+def latest_version(spark, path: str) -> int:
+    """The Delta table's newest version; -1 before its first commit."""
+    if not DeltaTable.isDeltaTable(spark, path):
+        return -1
+    return DeltaTable.forPath(spark, path).history(1).first().version
 
 
 def write_database_once(
     spark, jdbc: database.Jdbc, app_id: str, batch_id: int, events: int, sales: list
 ) -> bool:
-    """Add the batch's per-category totals to the database once; False when the batch was applied before."""
-    # Not DataFrame.write.jdbc: it only inserts or overwrites, and each task commits on its own.
-    # A batch's totals are a few rows: on the driver, one transaction commits them with the batch id.
+    """Add the batch's per-category totals to the database once; False when the batch was
+    applied before."""
+    # Not DataFrame.write.jdbc: it only inserts or overwrites, and each task commits on its
+    # own. A batch's totals are a few rows: on the driver, one transaction commits them with
+    # the batch id.
     rows = [(row.category, row.purchases, row.units, float(row.revenue), batch_id) for row in sales]
-    return database.apply_batch_once(
-        spark, jdbc, app_id, batch_id, ADD_TO_CATEGORY, rows, input_rows=events
-    )
+    return apply_batch_once(spark, jdbc, app_id, batch_id, ADD_TO_CATEGORY, rows, input_rows=events)
+
+
+def apply_batch_once(
+    spark,
+    jdbc: database.Jdbc,
+    app_id: str,
+    batch_id: int,
+    sql: str,
+    rows: Sequence[Sequence],
+    input_rows: int = 0,
+) -> bool:
+    """Run ``sql`` once per row, in one transaction with the claim of (app_id, batch_id).
+
+    Returns False, and changes nothing, when the batch was claimed before: a replay.
+    The claim and the writes commit together or not at all, so a crash in between
+    leaves the batch unclaimed and its replay applies it.
+    """
+    with database.connect(spark, jdbc) as connection:
+        # One transaction: nothing is visible, or kept, until commit().
+        connection.setAutoCommit(False)
+        try:
+            claimed = database.execute(connection, CLAIM_BATCH, (app_id, batch_id, input_rows))
+            if claimed == 0:  # the batch id is there already: this batch was applied
+                connection.rollback()
+                return False
+            for row in rows:
+                database.execute(connection, sql, row)
+            connection.commit()
+            return True
+        except Exception:
+            connection.rollback()
+            raise
 
 
 def write_kafka(alerts: DataFrame, bootstrap: str, topic: str) -> int:
-    """Alerts as JSON messages keyed by event id (a replay sends them again: consumers dedupe by key)."""
+    """Alerts as JSON messages keyed by event id (a replay sends them again: consumers dedupe
+    by key)."""
     messages = alerts.select(
-        F.col("event_id").alias("key"), F.to_json(F.struct("*")).alias("value")
+        F.col("event_id").alias("key"),
+        F.to_json(F.struct("*")).alias("value"),
     )
-    messages.write.format("kafka").options(**kafka.spark_options(bootstrap)).option(
-        "topic", topic
-    ).save()
+    (
+        messages.write.format("kafka")
+        # The broker's address, and a secured cluster's login.
+        .options(**kafka.spark_options(bootstrap))
+        .option("topic", topic)
+        .save()
+    )
     return alerts.count()
 
 
 def write_lines(rows: DataFrame, folder: Path, batch_id: int) -> int:
-    """Rows as JSON lines in batch-<id>.json: a replay rewrites the same file with the same lines."""
+    """Rows as JSON lines in batch-<id>.json: a replay rewrites the same file with the same
+    lines."""
     lines = [row[0] for row in rows.select(F.to_json(F.struct("*"))).collect()]
     if lines:
-        files.write_atomically(
-            folder, f"batch-{batch_id:06d}.json", "".join(line + "\n" for line in lines)
-        )
+        text = "".join(line + "\n" for line in lines)
+        # Written elsewhere, then renamed: a reader never sees half a file.
+        files.write_atomically(folder, f"batch-{batch_id:06d}.json", text)
     return len(lines)
 
 
+def batch_summary(batch_id: int, report: dict, sales: list) -> str:
+    """One line per batch for the learner: what went where, or what a replay skipped."""
+    if report["delta_version"] is None:
+        delta = f"Delta skipped (txnVersion {batch_id} already committed)"
+    else:
+        delta = f"Delta v{report['delta_version']}"
+    if report["applied"]:
+        purchases = sum(row.purchases for row in sales)
+        categories = ", ".join(row.category for row in sales) or "no category"
+        database_text = f"{purchases} purchases -> database ({categories})"
+        again = ""
+    else:
+        database_text = f"database skipped (batch {batch_id} already applied)"
+        again = " (again)"
+    alerts = report["alerts"]
+    plural = "s" if alerts != 1 else ""
+    return (
+        f"batch {batch_id}{again}: {report['events']} events -> {delta} | {database_text} | "
+        f"{alerts} alert{plural} | {report['quarantined']} quarantined"
+    )
+
+
 def read_outputs(spark, folder: Path, jdbc: database.Jdbc) -> dict:
-    """What the destinations hold now: the Delta table, the database's tables, the alert and quarantine files."""
+    """What the destinations hold now: the Delta table, the database's tables, the alert and
+    quarantine files."""
     table = paths.uri(folder / "events")
     exists = DeltaTable.isDeltaTable(spark, table)
     sales = database.query(spark, jdbc, "SELECT * FROM category_sales ORDER BY category")
-    lines = {
-        name: [
-            line
-            for path in sorted((folder / name).glob("*.json"))
-            for line in path.read_text().splitlines()
-        ]
-        for name in ("alerts", "quarantine")
-    }
+    applied = database.query(spark, jdbc, "SELECT COUNT(*) FROM applied_batches")
     return {
         "delta_rows": spark.read.format("delta").load(table).count() if exists else 0,
         "delta_versions": DeltaTable.forPath(spark, table).history().count() if exists else 0,
-        "sales": [
-            (*row[:3], round(row[3], 2), row[4]) for row in sales
-        ],  # PostgreSQL has no ROUND(double, n)
-        "applied": database.query(spark, jdbc, "SELECT COUNT(*) FROM applied_batches")[0][0],
-        **lines,
+        # Rounded here: PostgreSQL has no ROUND(double, n).
+        "sales": [(*row[:3], round(row[3], 2), row[4]) for row in sales],
+        "applied": applied[0][0],
+        "alerts": lines_in(folder / "alerts"),
+        "quarantine": lines_in(folder / "quarantine"),
     }
+
+
+def lines_in(folder: Path) -> list[str]:
+    """Every line of the JSON files write_lines made in ``folder``, in batch order."""
+    return [
+        line for path in sorted(folder.glob("*.json")) for line in path.read_text().splitlines()
+    ]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -268,11 +341,14 @@ def main(argv: list[str] | None = None) -> None:
         help=f"alerts as JSON files, or to the Kafka topic '{config.TOPIC_ALERTS}' (default: file)",
     )
     args = parser.parse_args(argv)
-    folder, checkpoint = paths.output_for(LESSON), checkpoint_root(LESSON, args) / "events"
+    folder = paths.output_for(LESSON)
+    checkpoint = checkpoint_root(LESSON, args) / "events"
     jdbc = database.from_flags(args, f"jdbc:sqlite:{folder / 'shop.db'}")
     to_kafka = args.alerts == "kafka"
+    # A broker only when the alerts go to Kafka: the default run needs none.
+    broker = kafka_broker.kafka_for_lesson() if to_kafka else nullcontext()
     with (
-        kafka_broker.kafka_for_lesson() if to_kafka else nullcontext() as bootstrap,
+        broker as bootstrap,
         lesson_session(
             LESSON,
             args,
@@ -282,24 +358,29 @@ def main(argv: list[str] | None = None) -> None:
             extra_packages=database.packages_for(jdbc.url),
         ) as spark,
     ):
-        database.create_tables(spark, jdbc, [CATEGORY_SALES])
+        database.create_tables(spark, jdbc, [APPLIED_BATCHES, CATEGORY_SALES])
         if bootstrap:
             kafka.ensure_topics(bootstrap, [config.TOPIC_ALERTS])
-        where = {"folder": folder, "jdbc": jdbc, "kafka": bootstrap}
+            alerts_destination = "the Kafka topic " + config.TOPIC_ALERTS
+        else:
+            alerts_destination = "alert files"
+        where = {"folder": folder, "jdbc": jdbc, "bootstrap": bootstrap}
 
         banner("1. One query, four destinations per micro-batch")
-        say(f"""Each micro-batch of shop events goes to a Delta table, to per-category totals in
-            {jdbc.display()}, to {"the Kafka topic " + config.TOPIC_ALERTS if bootstrap else "alert files"}
-            for purchases of at least {ALERT_THRESHOLD:g}, and unusable lines to a quarantine. A
-            second run reads only the files that arrived since the first.""")
+        say(f"""Each micro-batch of shop events goes to a Delta table, to per-category totals
+            in {jdbc.display()}, to {alerts_destination} for purchases of at least
+            {ALERT_THRESHOLD:g}, and unusable lines to a quarantine. A second run reads only
+            the files that arrived since the first.""")
         events = read_events(spark, paths.ECOMMERCE_DIR)
-        with simulators.file_input_for_lesson(*SIMULATOR, paths.ECOMMERCE_DIR, args) as files:
+        with simulators.file_input_for_lesson(*SIMULATOR, paths.ECOMMERCE_DIR, args) as shop_files:
+            trigger = shop_files.trigger(TRIGGER_INTERVAL)
             run_queries(
-                [start_batches(events, checkpoint, files.trigger(TRIGGER_INTERVAL), **where)],
+                [start_batches(events, checkpoint, trigger, **where)],
                 args,
-                until=files.done,
+                until=shop_files.done,
             )
-        # Read what came after a short --duration, then stop: the replay below finds no new input.
+        # Read what came after a short --duration, then stop: the replay below finds no new
+        # input.
         finish([start_batches(events, checkpoint, {"availableNow": True}, **where)])
 
         banner("2. What landed where")
@@ -312,12 +393,13 @@ def main(argv: list[str] | None = None) -> None:
             ("category", "purchases", "units", "revenue", "last_batch"), before["sales"]
         )
         print(f"applied_batches: {before['applied']} batch ids recorded")
-        print(
-            f"Alerts went to the Kafka topic '{config.TOPIC_ALERTS}'"
-            if bootstrap
-            else f"Alerts: {len(before['alerts'])} lines in {paths.display(folder / 'alerts')}"
-            + "".join(f"\n  {line}" for line in before["alerts"][:1])
-        )
+        if bootstrap:
+            print(f"Alerts went to the Kafka topic '{config.TOPIC_ALERTS}'")
+        else:
+            alerts_folder = paths.display(folder / "alerts")
+            print(f"Alerts: {len(before['alerts'])} lines in {alerts_folder}")
+            for line in before["alerts"][:1]:
+                print(f"  {line}")
         print(f"Quarantine: {len(before['quarantine'])} lines, each with its reason")
 
         banner("3. A crash before the commit: Spark replays the batch, nothing doubles")
@@ -326,31 +408,35 @@ def main(argv: list[str] | None = None) -> None:
             say("No micro-batch has run yet, so there is nothing to replay: run the lesson again.")
             return
         print(
-            f"Deleted {paths.display(checkpoint)}/commits/{replayed}: to Spark, batch {replayed} never finished."
+            f"Deleted {paths.display(checkpoint)}/commits/{replayed}: "
+            f"to Spark, batch {replayed} never finished."
         )
         finish([start_batches(events, checkpoint, {"availableNow": True}, **where)])
         after = read_outputs(spark, folder, jdbc)
+        purchases_before = sum(row[1] for row in before["sales"])
+        purchases_after = sum(row[1] for row in after["sales"])
+        if bootstrap:
+            alerts_text = f"alerts: sent to '{config.TOPIC_ALERTS}' again"
+        else:
+            alerts_text = f"alert lines: {len(before['alerts'])} -> {len(after['alerts'])}"
         print(
-            f"Delta rows: {before['delta_rows']} -> {after['delta_rows']}; database purchases: "
-            f"{sum(row[1] for row in before['sales'])} -> {sum(row[1] for row in after['sales'])}; "
-            + (
-                f"alerts: sent to '{config.TOPIC_ALERTS}' again"
-                if bootstrap
-                else f"alert lines: {len(before['alerts'])} -> {len(after['alerts'])}"
-            )
+            f"Delta rows: {before['delta_rows']} -> {after['delta_rows']}; "
+            f"database purchases: {purchases_before} -> {purchases_after}; {alerts_text}"
         )
         say("""Spark ran the batch again with the same id and the same input, exactly what it does
             after a crash between the sink's write and the checkpoint's commit. Delta saw
             (txnAppId, txnVersion) in its log and skipped the append; the database saw the batch
             id in applied_batches and rolled back. Without those guards every replay would add
             the batch a second time: foreachBatch alone is only at-least-once.""")
-        say(
-            """Kafka is the exception: the replay sent the batch's alerts again. They carry the
-            event id as their key, so a consumer (or a compacted topic) can drop the repeats;
-            exactly-once into Kafka would need Kafka transactions."""
-            if bootstrap
-            else "A batch's alert file is named after its id: a replay rewrites it with the same lines."
-        )
+        if bootstrap:
+            say("""Kafka is the exception: the replay sent the batch's alerts again. They carry
+                the event id as their key, so a consumer (or a compacted topic) can drop the
+                repeats; exactly-once into Kafka would need Kafka transactions.""")
+        else:
+            say(
+                "A batch's alert file is named after its id: a replay rewrites it with the "
+                "same lines."
+            )
 
 
 if __name__ == "__main__":

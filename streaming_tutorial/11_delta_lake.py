@@ -14,15 +14,16 @@ Run
   starts the shop simulator (4 files, one every 3 s) and stops once they are read. To run the
   simulator yourself, start it first in a second terminal:
     python data_generators/generate_ecommerce_events.py --count 4 --interval 3
-  The tables are under output/11_delta_lake/ (events, quarantine, sales_by_category, user_last_event).
+  The tables are under output/11_delta_lake/: events, quarantine, sales_by_category and
+  user_last_event.
 
 What you'll see
   (a first run on an empty folder, which starts the simulator; counts vary with timing)
     a batch read sees version 1: 20 rows
     a batch read sees version 2: 80 rows
-    before the restart: 80 rows (80 distinct event ids); after it: 0 new rows -> 80 rows (80 distinct event ids)
+    before the restart: 80 rows (80 distinct event ids); after it: 0 new rows -> 80 rows ...
   Complete mode into a parquet sink fails:
-    [STREAMING_OUTPUT_MODE.UNSUPPORTED_DATASOURCE] Invalid streaming output mode: complete. This output mode ...
+    [STREAMING_OUTPUT_MODE.UNSUPPORTED_DATASOURCE] Invalid streaming output mode: complete. ...
   |category   |purchases|units|revenue|
   |Electronics|4        |10   |7749.9 |
   ...
@@ -43,6 +44,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from common import parsing, paths
+from common.sales import build_category_sales
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 from infra import cli, simulators
 from infra.runner import (
@@ -58,48 +60,75 @@ from infra.runner import (
 from teaching import demos
 
 LESSON = "11_delta_lake"
-DEFAULT_DURATION = (
-    60  # an upper bound: the lesson stops once the simulator is done and its files are read
-)
+# An upper bound: the lesson stops once the simulator is done and its files are read.
+DEFAULT_DURATION = 60
 TRIGGER_INTERVAL = "3 seconds"  # one Delta commit (one table version) per micro-batch
 SIMULATOR = ("ecommerce", "generate_ecommerce_events.py", ["--count", "4", "--interval", "3"])
-AVAILABLE_NOW = {
-    "availableNow": True
-}  # the queries that read a Delta table read what it holds, then stop
+# The queries that read a Delta table read what it holds, then stop.
+AVAILABLE_NOW = {"availableNow": True}
 SHOW_ROWS = 8
+# When MERGE updates a user's row: the batch's event is newer (ties broken by event id).
+NEWER_EVENT = (
+    "s.last_seen > t.last_seen OR (s.last_seen = t.last_seen AND s.last_event_id > t.last_event_id)"
+)
 
 
 def read_events(spark, folder: Path) -> DataFrame:
-    """The shop's event files as a stream of lines, parsed: a bad line keeps its text and a reason."""
-    return parsing.parse_json(parsing.read_json_lines(spark, folder), ECOMMERCE_EVENT_SCHEMA)
+    """The shop's event files as a stream of lines, parsed: a bad line keeps its text and a
+    reason."""
+    folder.mkdir(parents=True, exist_ok=True)  # a file source needs its folder to exist
+    lines = (
+        # Text, not .json(): a line that is no event is kept (and quarantined), never lost.
+        spark.readStream.format("text")
+        .load(paths.uri(folder))
+        # _metadata is the hidden per-file column of file sources: the file a line came from.
+        .withColumn("source_file", F.col("_metadata.file_name"))
+    )
+    # Lesson 03's parsing: the event's fields, and a quarantine_reason (null for a good one).
+    return parsing.parse_json(lines, ECOMMERCE_EVENT_SCHEMA)
 
 
 def read_delta_stream(spark, table: Path) -> DataFrame:
     """A Delta table as a streaming source: every new commit is new input."""
-    return spark.readStream.format("delta").load(paths.uri(table))
+    return (
+        spark.readStream.format("delta")
+        # A new query reads the table as it is now, then each commit after that; the
+        # checkpoint remembers the last version read.
+        .load(paths.uri(table))
+    )
 
 
 def read_version(spark, table: Path, version: int | None = None) -> tuple[int, int]:
-    """(version, rows) of the table as a batch read sees it: the latest commit, or ``version`` (time travel)."""
+    """(version, rows) of the table as a batch read sees it: the latest commit, or ``version``
+    (time travel)."""
     if version is None:
         version = DeltaTable.forPath(spark, paths.uri(table)).history(1).first().version
-    return version, spark.read.format("delta").option("versionAsOf", version).load(
-        paths.uri(table)
-    ).count()
+    rows = (
+        spark.read.format("delta")
+        # The table as it was right after commit ``version``.
+        .option("versionAsOf", version)
+        .load(paths.uri(table))
+        .count()
+    )
+    return version, rows
 
 
 def read_versions(spark, table: Path) -> list[tuple[int, int]]:
     """(version, rows) of the first versions and of the latest one: time travel with versionAsOf."""
     latest = read_version(spark, table)
-    return [read_version(spark, table, version) for version in range(min(2, latest[0]))] + [latest]
+    first_versions = range(min(2, latest[0]))  # versions 0 and 1, when later ones exist
+    return [read_version(spark, table, version) for version in first_versions] + [latest]
 
 
 def start_events(parsed: DataFrame, table: Path, checkpoint: Path, trigger: dict):
     """Append every good event to the Delta table, exactly once per checkpoint."""
     # Created empty first (version 0), so batch reads and Delta sources never find no table.
-    DeltaTable.createIfNotExists(parsed.sparkSession).location(paths.uri(table)).addColumns(
-        ECOMMERCE_EVENT_SCHEMA
-    ).execute()
+    (
+        DeltaTable.createIfNotExists(parsed.sparkSession)
+        .location(paths.uri(table))
+        .addColumns(ECOMMERCE_EVENT_SCHEMA)
+        .execute()
+    )
     # The Delta sink writes each batch's files, then commits them together with (query id,
     # batch id) in the table's log. A batch that runs again after a crash finds its id
     # there and is skipped: exactly once, with the checkpoint's help.
@@ -114,7 +143,8 @@ def start_events(parsed: DataFrame, table: Path, checkpoint: Path, trigger: dict
 
 
 def start_quarantine(parsed: DataFrame, table: Path, checkpoint: Path, trigger: dict):
-    """Lines that are no usable event, kept whole with their reason in a Delta table of their own."""
+    """Lines that are no usable event, kept whole with their reason in a Delta table of their
+    own."""
     return (
         parsing.quarantined(parsed, "source_file")
         .writeStream.format("delta")
@@ -122,20 +152,6 @@ def start_quarantine(parsed: DataFrame, table: Path, checkpoint: Path, trigger: 
         .option("checkpointLocation", paths.uri(checkpoint))
         .trigger(**trigger)
         .start(paths.uri(table))
-    )
-
-
-def build_sales_by_category(events: DataFrame) -> DataFrame:
-    """Purchases, units and revenue per category: an aggregation without a watermark, so complete mode."""
-    return (
-        events.filter(F.col("event_type") == "purchase")
-        .groupBy("category")
-        .agg(
-            F.count("*").alias("purchases"),
-            F.sum("quantity").alias("units"),
-            # Rounded so the totals read like money (doubles add up to 0.30000000000000004).
-            F.round(F.sum(F.col("price") * F.col("quantity")), 2).alias("revenue"),
-        )
     )
 
 
@@ -176,15 +192,19 @@ def build_latest_per_user(events: DataFrame) -> DataFrame:
 
 def write_latest_per_user(batch: DataFrame, table: Path) -> None:
     """Upsert one row per user into the Delta table with MERGE (creating the table if needed)."""
-    spark, latest = batch.sparkSession, build_latest_per_user(batch)
+    spark = batch.sparkSession
+    latest = build_latest_per_user(batch)
     if not DeltaTable.isDeltaTable(spark, paths.uri(table)):
         latest.limit(0).write.format("delta").save(paths.uri(table))
-    DeltaTable.forPath(spark, paths.uri(table)).alias("t").merge(
-        latest.alias("s"), "t.user_id = s.user_id"
-    ).whenMatchedUpdateAll(
+    (
+        DeltaTable.forPath(spark, paths.uri(table))
+        .alias("t")
+        .merge(latest.alias("s"), "t.user_id = s.user_id")
         # Only move forward in time: replaying an older (or the same) batch changes nothing.
-        condition="s.last_seen > t.last_seen OR (s.last_seen = t.last_seen AND s.last_event_id > t.last_event_id)"
-    ).whenNotMatchedInsertAll().execute()
+        .whenMatchedUpdateAll(condition=NEWER_EVENT)
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
 
 
 def start_user_merge(
@@ -228,35 +248,37 @@ def read_counts(spark, table: Path) -> tuple[int, int]:
     return row[0], row[1]
 
 
+def show_batch_read(spark, table: Path) -> None:
+    """Print what a batch read of the table sees now: its latest version and its rows."""
+    version, rows = read_version(spark, table)
+    print(f"  a batch read sees version {version}: {rows} rows")
+
+
 def main(argv: list[str] | None = None) -> None:
-    args = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, available_now=True).parse_args(
-        argv
-    )
-    folder, checkpoints = paths.output_for(LESSON), checkpoint_root(LESSON, args)
+    parser = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, available_now=True)
+    args = parser.parse_args(argv)
+    folder = paths.output_for(LESSON)
+    checkpoints = checkpoint_root(LESSON, args)
     events_table = folder / "events"
     with lesson_session(LESSON, args, delta=True) as spark:
         banner("1. Events stream into a Delta table (append); batch reads while it writes")
         parsed = read_events(spark, paths.ECOMMERCE_DIR)
-        # Every few seconds while the queries write: what a batch read of the table sees.
-        show_reader = lambda: print(
-            "  a batch read sees version {}: {} rows".format(  # noqa: E731
-                *read_version(spark, events_table)
-            )
-        )
-        with simulators.file_input_for_lesson(*SIMULATOR, paths.ECOMMERCE_DIR, args) as files:
+        with simulators.file_input_for_lesson(*SIMULATOR, paths.ECOMMERCE_DIR, args) as shop_files:
+            trigger = shop_files.trigger(TRIGGER_INTERVAL)
             queries = [
-                start_events(
-                    parsed, events_table, checkpoints / "events", files.trigger(TRIGGER_INTERVAL)
-                ),
+                start_events(parsed, events_table, checkpoints / "events", trigger),
                 start_quarantine(
-                    parsed,
-                    folder / "quarantine",
-                    checkpoints / "quarantine",
-                    files.trigger(TRIGGER_INTERVAL),
+                    parsed, folder / "quarantine", checkpoints / "quarantine", trigger
                 ),
             ]
-            run_queries(queries, args, until=files.done, every=show_reader)
-        show_reader()
+            # Every few seconds while the queries write: what a batch read of the table sees.
+            run_queries(
+                queries,
+                args,
+                until=shop_files.done,
+                every=lambda: show_batch_read(spark, events_table),
+            )
+        show_batch_read(spark, events_table)
         say("""Each micro-batch is one commit in the table's _delta_log. A batch read sees the
             latest committed version, never a half-written batch. Unusable lines went to the
             quarantine table, with their reason.""")
@@ -274,60 +296,55 @@ def main(argv: list[str] | None = None) -> None:
             again and append duplicates: checkpoint and table belong together.""")
         if after[0] == 0:
             say(
-                "The events table is empty: no shop events arrived. Start the simulator (see Run), then run again."
+                "The events table is empty: no shop events arrived. Start the simulator "
+                "(see Run), then run again."
             )
             return
 
         banner("3. COMPLETE mode: a parquet sink refuses it, a Delta sink takes it")
-        sales = build_sales_by_category(read_delta_stream(spark, events_table))
+        # Lesson 10's sales per category, now over the whole events table, read as a stream.
+        # No watermark: the totals can change with any new purchase, so complete mode.
+        sales = build_category_sales(read_delta_stream(spark, events_table))
         demos.show_refusal(
             lambda: start_complete(
                 sales, "parquet", folder / "sales_parquet", checkpoints / "sales_parquet"
             ),
             "Complete mode into a parquet sink",
         )
-        finish(
-            [
-                start_complete(
-                    sales, "delta", folder / "sales_by_category", checkpoints / "sales_by_category"
-                )
-            ]
+        sales_table = folder / "sales_by_category"
+        finish([start_complete(sales, "delta", sales_table, checkpoints / "sales_by_category")])
+        (
+            spark.read.format("delta")
+            .load(paths.uri(sales_table))
+            .orderBy("category")
+            .show(truncate=False)
         )
-        spark.read.format("delta").load(paths.uri(folder / "sales_by_category")).orderBy(
-            "category"
-        ).show(truncate=False)
         say("""A file sink only adds files: it cannot replace yesterday's totals. Delta replaces
             the table's contents in one commit per batch, so readers always see one complete
             result. Its source: the events table, read with readStream.format("delta").""")
 
         banner("4. History and time travel")
         read_history(spark, events_table).show(SHOW_ROWS, truncate=False)
-        print(
-            "  "
-            + "; ".join(
-                f"version {version}: {rows} rows"
-                for version, rows in read_versions(spark, events_table)
-            )
-            + " (the latest)"
-        )
-        say("""One version per commit, a STREAMING UPDATE per micro-batch (epochId: the batch id).
-            option("versionAsOf", N) reads the table as it was after commit N: audits, reports.""")
+        versions = [
+            f"version {version}: {rows} rows"
+            for version, rows in read_versions(spark, events_table)
+        ]
+        print("  " + "; ".join(versions) + " (the latest)")
+        say("""One version per commit, a STREAMING UPDATE per micro-batch (epochId: the batch
+            id). option("versionAsOf", N) reads the table as it was after commit N: audits,
+            reports.""")
 
         banner("5. MERGE from foreachBatch: the latest event of every user")
         users = folder / "user_last_event"
-        finish(
-            [
-                start_user_merge(
-                    read_delta_stream(spark, events_table), users, checkpoints / "user_last_event"
-                )
-            ]
-        )
+        events_stream = read_delta_stream(spark, events_table)
+        finish([start_user_merge(events_stream, users, checkpoints / "user_last_event")])
         latest_users = spark.read.format("delta").load(paths.uri(users))
         latest_users.orderBy(F.col("last_seen").desc(), "user_id").show(SHOW_ROWS, truncate=False)
         print(f"{latest_users.count()} users in {paths.display(users)}")
         say("""Another query read the events table as a stream and MERGEd one row per user per
             micro-batch: matched users updated, new ones inserted, only forward in time, so a
-            replayed batch changes nothing. Run again: every query continues from its checkpoint.""")
+            replayed batch changes nothing. Run again: every query continues from its
+            checkpoint.""")
 
 
 if __name__ == "__main__":

@@ -1,14 +1,15 @@
-"""A database over JDBC from the driver: connect, create tables, query, apply a batch once.
+"""A database over JDBC from the driver: connect, create tables, run a statement, query.
 
 Lesson 10 writes each micro-batch's aggregates into SQLite (the default, a file) or
-PostgreSQL. Spark's own ``DataFrame.write.jdbc`` only inserts or overwrites, and each
-of its tasks commits on its own; a micro-batch that must *add to* totals, exactly
-once, needs one transaction that also records the batch id. That is this module::
+PostgreSQL. This module is the plumbing under that lesson; the lesson's subject, the
+transaction that applies a batch once (``apply_batch_once`` in lesson 10), is written out
+in the lesson itself::
 
-    add_flags(parser, "a SQLite file in output/")            # --jdbc-url, --jdbc-user, --jdbc-password
+    add_flags(parser, "a SQLite file in output/")  # --jdbc-url, --jdbc-user, --jdbc-password
     jdbc = from_flags(args, "jdbc:sqlite:output/10_foreach_batch/shop.db")
     create_tables(spark, jdbc, ["CREATE TABLE IF NOT EXISTS ..."])
-    applied = apply_batch_once(spark, jdbc, app_id, batch_id, "INSERT ... ON CONFLICT ...", rows)
+    with connect(spark, jdbc) as connection:
+        execute(connection, "INSERT ... VALUES (?, ?)", ("a", 1))  # -> rows changed
     query(spark, jdbc, "SELECT ...")  # -> list of tuples
 
 The connection lives in the driver's JVM (py4j); the driver classes come with
@@ -32,17 +33,6 @@ SQLITE_PREFIX = "jdbc:sqlite:"
 DRIVERS = {SQLITE_PREFIX: "org.sqlite.JDBC", "jdbc:postgresql:": "org.postgresql.Driver"}
 POSTGRES_JDBC_PACKAGE = "org.postgresql:postgresql:42.7.7"
 
-# One row per (application, batch) whose writes were committed: the replay guard.
-APPLIED_BATCHES = """CREATE TABLE IF NOT EXISTS applied_batches (
-    app_id VARCHAR(64) NOT NULL,
-    batch_id BIGINT NOT NULL,
-    input_rows BIGINT NOT NULL,
-    PRIMARY KEY (app_id, batch_id))"""
-CLAIM_BATCH = (
-    "INSERT INTO applied_batches (app_id, batch_id, input_rows) VALUES (?, ?, ?) "
-    "ON CONFLICT (app_id, batch_id) DO NOTHING"
-)
-
 
 @dataclass(frozen=True)
 class Jdbc:
@@ -58,7 +48,8 @@ class Jdbc:
 
 
 def add_flags(parser, default: str) -> None:
-    """The database flags of a lesson that writes to one: --jdbc-url, --jdbc-user, --jdbc-password."""
+    """The database flags of a lesson that writes to one: --jdbc-url, --jdbc-user and
+    --jdbc-password."""
     parser.add_argument(
         "--jdbc-url",
         metavar="URL",
@@ -69,7 +60,8 @@ def add_flags(parser, default: str) -> None:
 
 
 def from_flags(args, default_url: str) -> Jdbc:
-    """The database the flags name, or ``default_url``; an unknown kind of URL fails here, before Spark starts."""
+    """The database the flags name, or ``default_url``; an unknown kind of URL fails here,
+    before Spark starts."""
     jdbc = Jdbc(args.jdbc_url or default_url, args.jdbc_user, args.jdbc_password)
     driver_for(jdbc.url)
     return jdbc
@@ -119,12 +111,12 @@ def connect(spark, jdbc: Jdbc) -> Iterator:
 
 
 def create_tables(spark, jdbc: Jdbc, statements: Sequence[str]) -> None:
-    """Run ``CREATE TABLE IF NOT EXISTS`` statements, and create ``applied_batches``."""
+    """Run ``CREATE TABLE IF NOT EXISTS`` statements, in order."""
     if jdbc.url.startswith(SQLITE_PREFIX):  # SQLite creates the file, not its folder
         Path(jdbc.url[len(SQLITE_PREFIX) :]).parent.mkdir(parents=True, exist_ok=True)
     with connect(spark, jdbc) as connection:
         statement = connection.createStatement()
-        for sql in (APPLIED_BATCHES, *statements):
+        for sql in statements:
             statement.executeUpdate(sql)
 
 
@@ -139,36 +131,6 @@ def query(spark, jdbc: Jdbc, sql: str) -> list[tuple]:
                 tuple(to_python(result.getObject(index)) for index in range(1, columns + 1))
             )
         return rows
-
-
-def apply_batch_once(
-    spark,
-    jdbc: Jdbc,
-    app_id: str,
-    batch_id: int,
-    sql: str,
-    rows: Sequence[Sequence],
-    input_rows: int = 0,
-) -> bool:
-    """Run ``sql`` once per row, in one transaction with the claim of (app_id, batch_id).
-
-    Returns False, and changes nothing, when the batch was claimed before: a replay.
-    The claim and the writes commit together or not at all, so a crash in between
-    leaves the batch unclaimed and its replay applies it.
-    """
-    with connect(spark, jdbc) as connection:
-        connection.setAutoCommit(False)
-        try:
-            if execute(connection, CLAIM_BATCH, (app_id, batch_id, input_rows)) == 0:
-                connection.rollback()
-                return False
-            for row in rows:
-                execute(connection, sql, row)
-            connection.commit()
-            return True
-        except Exception:
-            connection.rollback()
-            raise
 
 
 def execute(connection, sql: str, values: Sequence) -> int:
@@ -199,5 +161,6 @@ def bind(statement, index: int, value) -> None:
 
 
 def to_python(value):
-    """A JDBC value as Python: py4j converts numbers and text; a NUMERIC (BigDecimal) becomes a float."""
+    """A JDBC value as Python: py4j converts numbers and text; a NUMERIC (BigDecimal) becomes
+    a float."""
     return float(value.doubleValue()) if hasattr(value, "doubleValue") else value

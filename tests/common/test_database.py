@@ -1,4 +1,8 @@
-"""common.database: JDBC from the driver, on a real SQLite file."""
+"""common.database: JDBC from the driver, on a real SQLite file.
+
+The transaction that applies a micro-batch once (``apply_batch_once``) is lesson 10's subject:
+it lives in the lesson and is tested in tests/lessons/test_10_foreach_batch.py.
+"""
 
 from __future__ import annotations
 
@@ -28,39 +32,21 @@ def jdbc(spark, tmp_path):
     return where
 
 
-def test_a_batch_is_applied_once_per_app_and_batch_id(spark, jdbc):
-    rows = [("a", 1.5, None), ("b", 2.0, "x")]
+def test_execute_binds_each_value_and_counts_the_rows_it_changed(spark, jdbc):
+    with database.connect(spark, jdbc) as connection:
+        assert database.execute(connection, ADD, ("a", 1.5, None)) == 1
+        assert database.execute(connection, ADD, ("a", 2, "x")) == 1  # an int binds as a long
+        assert database.execute(connection, "DELETE FROM totals WHERE name = ?", ("b",)) == 0
 
-    assert database.apply_batch_once(spark, jdbc, "app", 0, ADD, rows, input_rows=7)
-    assert not database.apply_batch_once(spark, jdbc, "app", 0, ADD, rows, input_rows=7)  # a replay
-    assert database.apply_batch_once(spark, jdbc, "app", 1, ADD, [("a", 10.0, None)])
-    assert database.apply_batch_once(spark, jdbc, "other-app", 0, ADD, [("b", 0.5, None)])
-
-    assert database.query(spark, jdbc, "SELECT name, amount, note FROM totals ORDER BY name") == [
-        ("a", 11.5, None),
-        ("b", 2.5, "x"),
+    assert database.query(spark, jdbc, "SELECT name, amount, note FROM totals") == [
+        ("a", 3.5, None)
     ]
-    assert database.query(
-        spark,
-        jdbc,
-        "SELECT app_id, batch_id, input_rows FROM applied_batches ORDER BY app_id, batch_id",
-    ) == [("app", 0, 7), ("app", 1, 0), ("other-app", 0, 0)]
-
-
-def test_a_failing_batch_rolls_back_its_claim_and_its_rows(spark, jdbc):
-    with pytest.raises(Exception, match="NOT NULL"):
-        database.apply_batch_once(spark, jdbc, "app", 0, ADD, [("a", 1.0, None), ("b", None, None)])
-
-    assert database.query(spark, jdbc, "SELECT COUNT(*) FROM totals") == [(0,)]
-    # Nothing was claimed: the batch's replay applies it.
-    assert database.apply_batch_once(spark, jdbc, "app", 0, ADD, [("a", 1.0, None)])
-    assert database.query(spark, jdbc, "SELECT name, amount FROM totals") == [("a", 1.0)]
 
 
 def test_create_tables_can_run_again(spark, jdbc):
     database.create_tables(spark, jdbc, [TOTALS])
 
-    assert database.query(spark, jdbc, "SELECT COUNT(*) FROM applied_batches") == [(0,)]
+    assert database.query(spark, jdbc, "SELECT COUNT(*) FROM totals") == [(0,)]
 
 
 def test_urls_name_their_driver_and_packages():
@@ -93,7 +79,8 @@ def test_the_flags_name_the_database_or_leave_the_default():
 
 
 def test_a_value_of_an_unknown_type_is_refused_before_the_database_sees_it(spark, jdbc):
-    with pytest.raises(TypeError, match="cannot bind a bytes"):
-        database.apply_batch_once(spark, jdbc, "app", 0, ADD, [("a", b"1", None)])
+    with database.connect(spark, jdbc) as connection:
+        with pytest.raises(TypeError, match="cannot bind a bytes"):
+            database.execute(connection, ADD, ("a", b"1", None))
 
-    assert database.query(spark, jdbc, "SELECT COUNT(*) FROM applied_batches") == [(0,)]
+    assert database.query(spark, jdbc, "SELECT COUNT(*) FROM totals") == [(0,)]

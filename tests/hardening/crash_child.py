@@ -6,7 +6,7 @@
 Two queries on the same input folder, each with its own checkpoint under ``<root>/checkpoints``:
 
 - ``batches``: foreachBatch, each micro-batch into a Delta table (``txnAppId``/``txnVersion``, as lesson 16)
-  and then into a database table (``database.apply_batch_once``, lesson 10's guard: the batch id is
+  and then into a database table (lesson 10's ``apply_batch_once``, its guard: the batch id is
   claimed in the same transaction as the rows). Each write is ``crash.pausable``, labelled "delta" and
   "database", so the parent can stop the child before Delta, between the two, or after both.
 - ``files``: the file sink (JSON), which makes a batch visible through its ``_spark_metadata`` log.
@@ -28,9 +28,11 @@ sys.path[:0] = [str(ROOT / "streaming_tutorial")]
 
 import lesson16_crash_harness as crash  # noqa: E402
 
-from common import database  # noqa: E402
+from common import database, paths  # noqa: E402
 from infra.runner import finish, foreach_batch, raise_failure  # noqa: E402
 
+# Lesson 10 teaches the idempotent database write this child uses (a test may load a lesson).
+LESSON_10 = paths.import_lesson("10_foreach_batch")
 SCHEMA = "record_id STRING, user_id STRING, amount DOUBLE, event_time TIMESTAMP"
 FILES_PER_BATCH = 1  # one batch per input file: more batches, more places for a kill to land
 WAIT_TRIGGER = {
@@ -73,14 +75,14 @@ def write_database(batch, batch_id: int, where) -> None:
     """One row per record, in one transaction with the claim of the batch id: a replay changes nothing."""
     app_id = batch.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
     rows = [(row.record_id, batch_id) for row in batch.select("record_id").collect()]
-    database.apply_batch_once(
+    LESSON_10.apply_batch_once(
         batch.sparkSession, where.jdbc, app_id, batch_id, ADD_RECORD, rows, input_rows=len(rows)
     )
 
 
 def start_all(spark, where, trigger: dict) -> list:
     """The two queries: foreachBatch into Delta then the database, and the file sink."""
-    database.create_tables(spark, where.jdbc, [RECORDS_TABLE])
+    database.create_tables(spark, where.jdbc, [LESSON_10.APPLIED_BATCHES, RECORDS_TABLE])
     to_delta = crash.pausable(lambda batch, batch_id: write_delta(batch, batch_id, where), "delta")
     to_database = crash.pausable(
         lambda batch, batch_id: write_database(batch, batch_id, where), "database"

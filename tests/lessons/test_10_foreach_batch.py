@@ -1,7 +1,9 @@
-"""Lesson 10: foreachBatch into a Delta table, a real SQLite database (JDBC), alert files or Kafka.
+"""Lesson 10: foreachBatch into a Delta table, a real SQLite database (JDBC), alert files or
+Kafka.
 
 Each test writes finite, hand-made micro-batches and checks the exact rows that land in
-every destination, first time and on a replay of the same batch id.
+every destination, first time and on a replay of the same batch id. The database's replay
+guard, ``apply_batch_once``, is tested on its own too.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ import pytest
 from pyspark.sql import Row
 
 from common import database, parsing
+from common.sales import build_category_sales
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 from conftest import load_lesson, run_script, shop_event
+from infra.files import json_lines, write_atomically
 from infra.runner import finish
 from teaching import checkpoints
-from teaching.microbatch import write_batches
 
 lesson = load_lesson("10_foreach_batch")
 
@@ -53,6 +56,15 @@ SECOND_BATCH = [
 ]
 BROKEN_LINE = '{"event_id": "EVT-000099", "user_id": '
 NO_USER = json.dumps({**shop_event(98, "USER-9", "purchase", "10:30:30"), "user_id": None})
+# A table of totals for apply_batch_once on its own: each row adds its amount to a name.
+TOTALS = """CREATE TABLE IF NOT EXISTS totals (
+    name VARCHAR(16) PRIMARY KEY,
+    amount DOUBLE PRECISION NOT NULL,
+    note VARCHAR(16))"""
+ADD = (
+    "INSERT INTO totals (name, amount, note) VALUES (?, ?, ?) "
+    "ON CONFLICT (name) DO UPDATE SET amount = totals.amount + excluded.amount"
+)
 
 
 def parsed_batch(spark, records, extra_lines=()):
@@ -66,7 +78,7 @@ def parsed_batch(spark, records, extra_lines=()):
 
 def destinations(spark, tmp_path):
     jdbc = database.Jdbc(f"jdbc:sqlite:{tmp_path / 'out' / 'shop.db'}")
-    database.create_tables(spark, jdbc, [lesson.CATEGORY_SALES])
+    database.create_tables(spark, jdbc, [lesson.APPLIED_BATCHES, lesson.CATEGORY_SALES])
     return {"folder": tmp_path / "out", "jdbc": jdbc}
 
 
@@ -102,9 +114,10 @@ def test_the_same_batch_twice_adds_nothing_the_second_time(spark, tmp_path, caps
         "quarantined": 2,
     }
     assert capsys.readouterr().out.splitlines() == [
-        "batch 0: 4 events -> Delta v0 | 3 purchases -> database (Electronics, Home) | 1 alert | 2 quarantined",
-        "batch 0 (again): 4 events -> Delta skipped (txnVersion 0 already committed) | database skipped "
-        "(batch 0 already applied) | 1 alert | 2 quarantined",
+        "batch 0: 4 events -> Delta v0 | 3 purchases -> database (Electronics, Home) | 1 alert | "
+        "2 quarantined",
+        "batch 0 (again): 4 events -> Delta skipped (txnVersion 0 already committed) | "
+        "database skipped (batch 0 already applied) | 1 alert | 2 quarantined",
     ]
     events = spark.read.format("delta").load(str(tmp_path / "out" / "events"))
     assert sorted(row.event_id for row in events.collect()) == [
@@ -147,29 +160,31 @@ def test_the_same_batch_twice_adds_nothing_the_second_time(spark, tmp_path, caps
 
 def test_a_real_replay_after_a_lost_commit_changes_nothing(spark, tmp_path, capsys):
     folder, checkpoint = tmp_path / "in", tmp_path / "chk"
-    write_batches(folder, [FIRST_BATCH, SECOND_BATCH])
     where = destinations(spark, tmp_path)  # no app_id: the streaming query's own id
 
     def run():
-        # The lesson's reader, one file per micro-batch.
-        events = parsing.parse_json(
-            parsing.read_json_lines(spark, folder, max_files_per_trigger=1), ECOMMERCE_EVENT_SCHEMA
-        )
+        # The lesson's reader and query: read what has arrived, then stop.
+        events = lesson.read_events(spark, folder)
         query = lesson.start_batches(events, checkpoint, {"availableNow": True}, **where)
         finish([query])
         return query
 
+    # One new file per run, so one micro-batch per file, as files arrive in the lesson.
+    write_atomically(folder, "batch-0.json", json_lines(FIRST_BATCH))
     first_query = run()
+    write_atomically(folder, "batch-1.json", json_lines(SECOND_BATCH))
+    run()
     before = lesson.read_outputs(spark, **where)
     assert checkpoints.forget_last_commit(checkpoint) == 1
     second_query = run()
 
     assert second_query.id == first_query.id  # the id lives in the checkpoint: the same txnAppId
     assert capsys.readouterr().out.splitlines() == [
-        "batch 0: 4 events -> Delta v0 | 3 purchases -> database (Electronics, Home) | 1 alert | 0 quarantined",
+        "batch 0: 4 events -> Delta v0 | 3 purchases -> database (Electronics, Home) | 1 alert | "
+        "0 quarantined",
         "batch 1: 2 events -> Delta v1 | 1 purchases -> database (Home) | 1 alert | 0 quarantined",
-        "batch 1 (again): 2 events -> Delta skipped (txnVersion 1 already committed) | database skipped "
-        "(batch 1 already applied) | 1 alert | 0 quarantined",
+        "batch 1 (again): 2 events -> Delta skipped (txnVersion 1 already committed) | "
+        "database skipped (batch 1 already applied) | 1 alert | 0 quarantined",
     ]
     after = lesson.read_outputs(spark, **where)
     assert after == before
@@ -187,13 +202,57 @@ def test_alert_rule_and_category_sales_on_a_batch(spark):
         parsed_batch(spark, FIRST_BATCH + SECOND_BATCH), ECOMMERCE_EVENT_SCHEMA
     )
 
-    assert sorted(lesson.build_category_sales(events).collect()) == [
+    assert sorted(build_category_sales(events).collect()) == [
         Row(category="Electronics", purchases=2, units=3, revenue=1799.97),
         Row(category="Home", purchases=2, units=5, revenue=715.99),
     ]
     assert [
         row.event_id for row in lesson.build_alerts(events, 499.98).orderBy("event_id").collect()
     ] == ["EVT-000002", "EVT-000003", "EVT-000005"]
+
+
+@pytest.fixture
+def jdbc(spark, tmp_path):
+    """A fresh SQLite file with the replay guard and a table of totals."""
+    where = database.Jdbc(f"jdbc:sqlite:{tmp_path / 'guard.db'}")
+    database.create_tables(spark, where, [lesson.APPLIED_BATCHES, TOTALS])
+    return where
+
+
+def test_a_batch_is_applied_once_per_app_and_batch_id(spark, jdbc):
+    rows = [("a", 1.5, None), ("b", 2.0, "x")]
+
+    assert lesson.apply_batch_once(spark, jdbc, "app", 0, ADD, rows, input_rows=7)
+    assert not lesson.apply_batch_once(spark, jdbc, "app", 0, ADD, rows, input_rows=7)  # a replay
+    assert lesson.apply_batch_once(spark, jdbc, "app", 1, ADD, [("a", 10.0, None)])
+    assert lesson.apply_batch_once(spark, jdbc, "other-app", 0, ADD, [("b", 0.5, None)])
+
+    assert database.query(spark, jdbc, "SELECT name, amount, note FROM totals ORDER BY name") == [
+        ("a", 11.5, None),
+        ("b", 2.5, "x"),
+    ]
+    assert database.query(
+        spark,
+        jdbc,
+        "SELECT app_id, batch_id, input_rows FROM applied_batches ORDER BY app_id, batch_id",
+    ) == [("app", 0, 7), ("app", 1, 0), ("other-app", 0, 0)]
+
+
+def test_a_failing_batch_rolls_back_its_claim_and_its_rows(spark, jdbc):
+    with pytest.raises(Exception, match="NOT NULL"):
+        lesson.apply_batch_once(spark, jdbc, "app", 0, ADD, [("a", 1.0, None), ("b", None, None)])
+
+    assert database.query(spark, jdbc, "SELECT COUNT(*) FROM totals") == [(0,)]
+    # Nothing was claimed: the batch's replay applies it.
+    assert lesson.apply_batch_once(spark, jdbc, "app", 0, ADD, [("a", 1.0, None)])
+    assert database.query(spark, jdbc, "SELECT name, amount FROM totals") == [("a", 1.0)]
+
+
+def test_a_value_of_an_unknown_type_is_refused_before_the_database_sees_it(spark, jdbc):
+    with pytest.raises(TypeError, match="cannot bind a bytes"):
+        lesson.apply_batch_once(spark, jdbc, "app", 0, ADD, [("a", b"1", None)])
+
+    assert database.query(spark, jdbc, "SELECT COUNT(*) FROM applied_batches") == [(0,)]
 
 
 @pytest.mark.kafka
@@ -208,10 +267,10 @@ def test_alerts_can_go_to_a_kafka_topic_keyed_by_event_id(spark, kafka_bootstrap
     batch = parsed_batch(spark, FIRST_BATCH + SECOND_BATCH)
 
     report = lesson.write_batch(
-        batch, 0, app_id="kafka-app", kafka=kafka_bootstrap, topic=alerts, **where
+        batch, 0, app_id="kafka-app", bootstrap=kafka_bootstrap, topic=alerts, **where
     )
     lesson.write_batch(
-        batch, 0, app_id="kafka-app", kafka=kafka_bootstrap, topic=alerts, **where
+        batch, 0, app_id="kafka-app", bootstrap=kafka_bootstrap, topic=alerts, **where
     )  # a replay
 
     assert report["alerts"] == 2
@@ -247,7 +306,8 @@ def test_lesson_10_runs_by_itself(course_home):
         re.MULTILINE,
     )
     counts = re.search(
-        r"Delta rows: (\d+) -> (\d+); database purchases: (\d+) -> (\d+); alert lines: (\d+) -> (\d+)",
+        r"Delta rows: (\d+) -> (\d+); database purchases: (\d+) -> (\d+); "
+        r"alert lines: (\d+) -> (\d+)",
         out,
     )
     assert counts and counts[1] == counts[2] and counts[3] == counts[4] and counts[5] == counts[6]

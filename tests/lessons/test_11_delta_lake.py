@@ -1,7 +1,7 @@
 """Lesson 11: Delta Lake as a streaming sink (append, complete) and source (aggregation, MERGE).
 
-Every test runs the lesson's queries on finite, hand-made input (one file per micro-batch,
-availableNow) and checks the exact rows and versions of real Delta tables.
+Every test runs the lesson's queries on finite, hand-made input (availableNow, one micro-batch
+per file) and checks the exact rows and versions of real Delta tables.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from delta.tables import DeltaTable
 from pyspark.sql import Row
 
-from common import parsing
+from common.sales import build_category_sales
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 from conftest import at, load_lesson, run_script, shop_event
 from infra.files import json_lines, write_atomically
@@ -57,18 +57,9 @@ SHOP_BATCHES = [
 BROKEN_LINE = '{"event_id": "EVT-000099", "user_id": '
 
 
-def parsed_files(spark, folder):
-    """The lesson's reader, one file per micro-batch."""
-    return parsing.parse_json(
-        parsing.read_json_lines(spark, folder, max_files_per_trigger=1), ECOMMERCE_EVENT_SCHEMA
-    )
-
-
 def test_complete_mode_delta_sink_holds_exactly_the_current_totals(spark, tmp_path):
     write_batches(tmp_path / "in", SHOP_BATCHES)
-    sales = lesson.build_sales_by_category(
-        stream_batches(spark, tmp_path / "in", ECOMMERCE_EVENT_SCHEMA)
-    )
+    sales = build_category_sales(stream_batches(spark, tmp_path / "in", ECOMMERCE_EVENT_SCHEMA))
     table = tmp_path / "sales"
 
     finish([lesson.start_complete(sales, "delta", table, tmp_path / "chk")])
@@ -98,9 +89,7 @@ def test_complete_mode_delta_sink_holds_exactly_the_current_totals(spark, tmp_pa
 
 def test_a_parquet_sink_refuses_complete_mode(spark, tmp_path, capsys):
     write_batches(tmp_path / "in", SHOP_BATCHES[:1])
-    sales = lesson.build_sales_by_category(
-        stream_batches(spark, tmp_path / "in", ECOMMERCE_EVENT_SCHEMA)
-    )
+    sales = build_category_sales(stream_batches(spark, tmp_path / "in", ECOMMERCE_EVENT_SCHEMA))
 
     message = demos.show_refusal(
         lambda: lesson.start_complete(sales, "parquet", tmp_path / "out", tmp_path / "chk"),
@@ -118,18 +107,18 @@ def test_append_sink_is_exactly_once_across_restarts_and_time_travel_reads_each_
     spark, tmp_path
 ):
     folder, table, checkpoint = tmp_path / "in", tmp_path / "events", tmp_path / "chk"
-    write_batches(folder, [SHOP_BATCHES[0], SHOP_BATCHES[1] + [{"event_id": "EVT-000098"}]])
 
     def run_once():
-        finish(
-            [
-                lesson.start_events(
-                    parsed_files(spark, folder), table, checkpoint, {"availableNow": True}
-                )
-            ]
-        )
+        # The lesson's reader and query: read what has arrived, then stop.
+        events = lesson.read_events(spark, folder)
+        finish([lesson.start_events(events, table, checkpoint, {"availableNow": True})])
         return lesson.read_counts(spark, table)
 
+    # One new file per run, so one micro-batch (one table version) per file.
+    write_atomically(folder, "first.json", json_lines(SHOP_BATCHES[0]))
+    assert run_once() == (2, 2)
+    second = SHOP_BATCHES[1] + [{"event_id": "EVT-000098"}]  # no user_id: quarantined
+    write_atomically(folder, "second.json", json_lines(second))
     assert run_once() == (5, 5)
     assert run_once() == (5, 5)  # a restart on the same checkpoint: nothing read twice
     write_atomically(folder, "later.json", json_lines(SHOP_BATCHES[2]))  # newer than the others
@@ -164,7 +153,7 @@ def test_unusable_lines_go_to_the_quarantine_table_with_their_reason(spark, tmp_
     finish(
         [
             lesson.start_quarantine(
-                parsed_files(spark, folder),
+                lesson.read_events(spark, folder),
                 tmp_path / "quarantine",
                 tmp_path / "chk",
                 {"availableNow": True},
