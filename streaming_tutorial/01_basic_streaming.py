@@ -20,7 +20,7 @@ What you'll see
    |-- value: long (nullable = true)
   ...
   Calling .show() on a stream fails:
-    Queries with streaming sources must be executed with writeStream.start(), or from a streaming table or ...
+    Queries with streaming sources must be executed with writeStream.start(), or from a ...
   ...
   -------------------------------------------
   Batch: 1
@@ -76,8 +76,8 @@ def start_console(facts: DataFrame, trigger: dict):
     """Print every micro-batch to the console: the sink for watching a query learn."""
     # No checkpointLocation: Spark uses a temporary one, so every run starts afresh.
     return (
-        facts.writeStream.outputMode("append")  # every row is new: append is the natural mode
-        .format("console")
+        facts.writeStream.format("console")
+        .outputMode("append")  # every row is new: append is the natural mode
         .option("truncate", False)
         .trigger(**trigger)
         .queryName("rate_to_console")
@@ -100,10 +100,12 @@ def main(argv: list[str] | None = None) -> None:
             micro-batch instead.""")
 
         banner(f"3. The query runs for {args.duration:g} s: one table per micro-batch")
-        query = start_console(build_number_facts(numbers), pick_trigger(args, TRIGGER_INTERVAL))
+        facts = build_number_facts(numbers)
+        query = start_console(facts, pick_trigger(args, TRIGGER_INTERVAL))
         run_queries([query], args)
-        say(f"""Stopped after {args.duration:g} s. The query {progress.read_in_batches(query.recentProgress)}. The first batch is often empty: the
-            rate source counts its rows from the moment the query starts.""")
+        read = progress.read_in_batches(query.recentProgress)
+        say(f"""Stopped after {args.duration:g} s. The query {read}. The first batch is often
+            empty: the rate source counts its rows from the moment the query starts.""")
 
 
 if __name__ == "__main__":

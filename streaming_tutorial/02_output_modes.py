@@ -31,14 +31,14 @@ What you'll see
   Batch 2 reads: books 20.0 10:32:50
     complete  books: 3 orders, avg 20.0 | games: 2 orders, avg 30.0 | music: 1 order, avg 5.0
     update    books: 3 orders, avg 20.0
-    append    [10:30-10:31) books: 2 orders, avg 20.0 | [10:30-10:31) games: 1 order, avg 20.0   [watermark 10:31:00]
+    append    [10:30-10:31) books: 2 orders, avg 20.0 | [10:30-10:31) games: 1 order, avg 20.0 ...
   Batch 3 reads: nothing new (the watermark moved, so Spark runs one more batch)
-    append    [10:31-10:32) games: 1 order, avg 40.0 | [10:31-10:32) music: 1 order, avg 5.0   [watermark 10:32:20]
+    append    [10:31-10:32) games: 1 order, avg 40.0 | [10:31-10:32) music: 1 order, avg 5.0 ...
   ...
   Append on an aggregation without a watermark fails:
-    [STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION] Invalid streaming output mode: append. This output mode is ...
+    [STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION] Invalid streaming output mode: append. ...
   Complete without an aggregation fails:
-    [STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION] Invalid streaming output mode: complete. This output mode is ...
+    [STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION] Invalid streaming output mode: complete. ...
   ...
   --- append · batch 1 ---
   |books   |12.0  |2025-01-15 10:30:04|
@@ -77,6 +77,8 @@ ROWS_PER_BATCH = 3  # the live part's pace: three new orders per micro-batch
 TRIGGER_SECONDS = 4  # one live micro-batch every 4 s; event time advances as much
 # The live orders' categories: more than one batch's worth, so update and complete differ.
 LIVE_CATEGORIES = ("books", "games", "music", "films", "toys")
+# The live part's first event time, in milliseconds: the course's day.
+START_MILLIS = int(config.BASE_EVENT_TIME.timestamp() * 1000)
 WINDOW = "1 minute"  # the event-time window of the append example
 WATERMARK_DELAY = "30 seconds"  # how late an order may arrive and still be counted
 
@@ -126,9 +128,7 @@ def read_rate(spark) -> DataFrame:
     return (
         spark.readStream.format("rate-micro-batch")
         .option("rowsPerBatch", ROWS_PER_BATCH)
-        .option(
-            "startTimestamp", int(config.BASE_EVENT_TIME.timestamp() * 1000)
-        )  # the course's day
+        .option("startTimestamp", START_MILLIS)
         .option("advanceMillisPerBatch", TRIGGER_SECONDS * 1000)
         .load()
     )
@@ -148,8 +148,13 @@ def build_live_orders(rate: DataFrame) -> DataFrame:
 
 
 def start_noop(stream: DataFrame, mode: str):
-    """Start ``stream`` into the noop sink (it discards every row): enough to ask Spark if it accepts the mode."""
-    return stream.writeStream.outputMode(mode).format("noop").start()
+    """Start ``stream`` into the noop sink (it discards every row): enough to ask Spark if it
+    accepts the mode."""
+    return (
+        stream.writeStream.format("noop")  # runs the query, keeps nothing
+        .outputMode(mode)  # the mode in question: Spark checks it at start()
+        .start()
+    )
 
 
 def start_live(orders: DataFrame, trigger: dict) -> list:
@@ -176,10 +181,11 @@ def start_printing(stream: DataFrame, mode: str, trigger: dict):
 
 def describe_row(row) -> str:
     """A row a replayed batch sent, in words: '[10:30-10:31) books: 2 orders, avg 20.0'."""
-    window = (
-        f"[{row.window.start:%H:%M}-{row.window.end:%H:%M}) " if "window" in row.__fields__ else ""
-    )
-    return f"{window}{row.category}: {row.orders} order{'s' if row.orders > 1 else ''}, avg {row.avg_amount}"
+    window = ""
+    if "window" in row.__fields__:
+        window = f"[{row.window.start:%H:%M}-{row.window.end:%H:%M}) "
+    orders = f"{row.orders} order{'s' if row.orders > 1 else ''}"
+    return f"{window}{row.category}: {orders}, avg {row.avg_amount}"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -190,7 +196,8 @@ def main(argv: list[str] | None = None) -> None:
             why), so it counts per category and {WINDOW} event-time window, with a watermark
             {WATERMARK_DELAY} behind the latest order: a window is emitted once the watermark
             passes its end.""")
-        # A fresh start on every run (input and checkpoints under output/), so the table never changes.
+        # A fresh start on every run (input and checkpoints under output/), so the table
+        # never changes.
         demos.replay(
             spark,
             WALKTHROUGH_BATCHES,

@@ -7,8 +7,9 @@ What you'll learn
     processes what is there now and stops.
   - The checkpoint (an option of the *writer*) remembers which files were read: run the
     lesson twice and the second run reads no old file.
-  - A line that cannot be used is not dropped: it goes, with its file name and the reason,
-    to a quarantine folder, and is counted.
+  - A line that cannot be used is not dropped: ``from_json`` in PERMISSIVE mode never fails
+    the query, and each bad line goes, with its file name and the reason ("missing user_id",
+    "amount is not a number"...), to a quarantine folder, and is counted.
 
 Run
   python streaming_tutorial/03_file_streaming.py                  # reads data/input_stream
@@ -25,7 +26,7 @@ Run
 What you'll see
   (first run on the sample data of initial_setup.py)
   Reading a stream without .schema() fails:
-    Schema must be specified when creating a streaming source DataFrame. If some files already exist in the ...
+    Schema must be specified when creating a streaming source DataFrame. If some files ...
   ...
   Batch 0 · transactions-0001.json: 10 rows parsed, 0 lines quarantined
   +--------------+---------+------+-----------+-------------------+
@@ -36,11 +37,11 @@ What you'll see
   ...
   Batch 2 · transactions-0003.json: 8 rows parsed, 2 lines quarantined
   ...
-    quarantined, not a JSON object: {"transaction_id":"TXN-000025","user_id":"USER-1015","amount":644.
+    quarantined, not a JSON object: {"transaction_id":"TXN-000025","user_id":"USER-1015",...
     quarantined, not a JSON object: {"transaction_id":"TXN-000030","user_id":"USER-1038","amount":3
   ...
   Already read by earlier runs (the checkpoint's list): 0 file(s)
-  Read in this run: 3 file(s): transactions-0001.json, transactions-0002.json, transactions-0003.json
+  Read in this run: 3 file(s): transactions-0001.json, transactions-0002.json, ...
   Old files read again: 0
   Rows parsed: 28; lines quarantined: 2 (with their reason, in output/03_file_streaming/quarantine)
   And on the second run:
@@ -51,10 +52,11 @@ What you'll see
 
 from pathlib import Path
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
 
-from common import parsing, paths
+from common import paths
 from common.schemas import TRANSACTION_SCHEMA
 from infra import cli, simulators
 from infra.runner import (
@@ -78,37 +80,172 @@ SIMULATOR = (
     ["--count", "3", "--interval", "3", "--malformed-every", "4"],
 )
 
+# This lesson writes out the parse and the quarantine reasons for TRANSACTION_SCHEMA.
+# Later lessons reuse the same idea, driven by any schema, from common/parsing.py
+# (parse_json, quarantine_reason): its verdicts are exactly the ones below
+# (tests/lessons/test_03_parsing_agrees.py checks it, line by line).
+REASON_COLUMN = "quarantine_reason"  # why a line cannot be used; null for a good transaction
+CORRUPT_COLUMN = "_corrupt_record"  # from_json puts the text of a record that does not fit here
+# Working columns of the parse, read by quarantine_reason() and then dropped.
+JSON_COLUMN = "_json"  # the line without a byte-order mark
+RECORD_COLUMN = "_record"  # the line parsed with the schema's types
+AS_TEXT_COLUMN = "_as_text"  # the line parsed with every field as text
+BYTE_ORDER_MARK = "\ufeff"  # U+FEFF: some editors write it at the start of a UTF-8 file
+# How deeply nested a line may be: Spark's JSON parser (Jackson) reads 1000 levels, and the
+# check that a line holds one object wraps it in [ ], one level more.
+MAX_JSON_DEPTH = 999
+# from_json's schema: the transaction's fields, plus a column for the text of a line that does
+# not fit. (The fields' metadata, the amount's range, is checked below, not by from_json.)
+RECORD_SCHEMA = StructType(
+    [StructField(field.name, field.dataType) for field in TRANSACTION_SCHEMA.fields]
+    + [StructField(CORRUPT_COLUMN, StringType())]
+)
+# Every field once more, as text: null when the field is absent (or JSON null), its text when
+# it is there. A field that is null in _record but present here has a value of the wrong type.
+AS_TEXT_SCHEMA = StructType(
+    [StructField(field.name, StringType()) for field in TRANSACTION_SCHEMA.fields]
+)
+# PERMISSIVE never fails the query: a line that does not fit the schema comes back with nulls
+# where it does not fit, and its text in CORRUPT_COLUMN.
+JSON_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_COLUMN}
+
 
 def read_transactions(spark, folder: Path) -> DataFrame:
-    """Every line of every file in ``folder`` as text (``value``), with its file's name (``source_file``)."""
+    """Every line of every file in ``folder`` as text (``value``), with its file's name
+    (``source_file``)."""
     # Text first, parsed next: a line that does not fit the schema is kept, never lost.
-    return parsing.read_json_lines(spark, folder, max_files_per_trigger=MAX_FILES_PER_TRIGGER)
+    # No checkpointLocation here: it is an option of writeStream (start_transactions). On a
+    # reader Spark silently ignores it, and a restarted query would read every file again.
+    folder.mkdir(parents=True, exist_ok=True)  # a stream may start before its first file
+    return (
+        spark.readStream.format("text")
+        .option("maxFilesPerTrigger", MAX_FILES_PER_TRIGGER)
+        .load(paths.uri(folder))
+        # _metadata is the hidden per-file column of file sources: which file each line came from.
+        .withColumn("source_file", F.col("_metadata.file_name"))
+    )
 
 
 def parse_transactions(lines: DataFrame) -> DataFrame:
-    """The transaction's fields, parsed from each line, and why the line cannot be used (null when it can)."""
-    # from_json never fails the query: a broken line, a wrong type, a missing required field
-    # (nullable=False in the schema), an amount of 1e400 (Infinity) or below 0 (the schema's
-    # range), or bad UTF-8: each gets a quarantine_reason.
-    return parsing.parse_json(lines, TRANSACTION_SCHEMA)
+    """The transaction's fields, parsed from each line, and why the line cannot be used (its
+    ``quarantine_reason``, null when it can)."""
+    # A byte-order mark at the start of a line is not content. The file source skips one at
+    # the start of a file; a line that reaches the stream another way (Kafka) may keep it.
+    without_bom = F.regexp_replace(F.col("value"), f"^{BYTE_ORDER_MARK}", "")
+    parsed = (
+        lines.withColumn(JSON_COLUMN, without_bom)
+        # The line with the schema's types: a value that does not fit becomes null.
+        .withColumn(RECORD_COLUMN, F.from_json(F.col(JSON_COLUMN), RECORD_SCHEMA, JSON_OPTIONS))
+        # The same line with every field as text: tells "absent" from "of the wrong type".
+        .withColumn(AS_TEXT_COLUMN, F.from_json(F.col(JSON_COLUMN), AS_TEXT_SCHEMA, JSON_OPTIONS))
+    )
+    fields = [
+        F.col(f"{RECORD_COLUMN}.{name}").alias(name) for name in TRANSACTION_SCHEMA.fieldNames()
+    ]
+    return parsed.select(*lines.columns, *fields, quarantine_reason().alias(REASON_COLUMN))
+
+
+def quarantine_reason() -> Column:
+    """Why a parsed line is not a usable transaction, or null when it is. The first reason wins.
+
+    The line first (empty, not UTF-8, not one JSON object), then each field of
+    TRANSACTION_SCHEMA in its order: a required field (nullable=False) that is missing, a
+    value of the wrong type, an amount that is not finite or below the schema's minimum.
+    Needs the columns parse_transactions adds; the texts are shown to learners.
+    """
+    line = F.col("value")
+    amount = F.col(f"{RECORD_COLUMN}.amount")
+    return (
+        F.when(line.isNull() | (F.trim(line) == ""), "empty line")
+        # Spark keeps a line's bytes as they are: bad UTF-8 would reach the rows as U+FFFD.
+        .when(~F.is_valid_utf8(line), "not valid UTF-8")
+        .when(~holds_one_json_object().eqNullSafe(True), why_not_one_json_object())
+        # A text field takes any JSON value as its text (7 becomes "7"): only its absence is
+        # a problem. Absent, JSON null or blank is missing.
+        .when(absent("transaction_id"), "missing transaction_id")
+        .when(absent("user_id"), "missing user_id")
+        .when(absent("amount"), "missing amount")
+        .when(wrong_type("amount"), "amount is not a number")
+        # 1e400 parses as Infinity, "NaN" as NaN: numbers no real amount can be.
+        .when(
+            F.isnan(amount) | F.abs(amount).eqNullSafe(F.lit(float("inf"))),
+            "amount is not a finite number",
+        )
+        # The schema's metadata states the range: money is never negative ({"min": 0}).
+        .when(amount < 0, "amount below 0")
+        # category is optional, and text: any value, or none, will do.
+        .when(absent("timestamp"), "missing timestamp")
+        .when(wrong_type("timestamp"), "timestamp is not a date and time")
+        # Spark marked the record corrupt and no check above said why: still not usable.
+        .when(F.col(f"{RECORD_COLUMN}.{CORRUPT_COLUMN}").isNotNull(), "a field has the wrong type")
+    )
+
+
+def holds_one_json_object() -> Column:
+    """True when the line is exactly one JSON object (null when Spark cannot tell)."""
+    json_text = F.col(JSON_COLUMN)
+    # It starts with {, and [ + line + ] is an array of exactly one value. A cut-off line,
+    # plain text or a list fails; so does a second record or any text after the first,
+    # which from_json would silently drop.
+    as_array = F.concat(F.lit("["), json_text, F.lit("]"))
+    return json_text.rlike(r"^\s*\{") & (F.json_array_length(as_array) == 1)
+
+
+def why_not_one_json_object() -> Column:
+    """The reason for a line that is not one JSON object."""
+    line = F.col("value")
+    # Spark's JSON parser refuses a line nested deeper than MAX_JSON_DEPTH. Such a line holds
+    # more than that many brackets; a cut-off or non-JSON line almost never does.
+    brackets = F.length(line) - F.length(F.translate(line, "[{", ""))
+    return (
+        F.when(brackets > MAX_JSON_DEPTH, f"nested more than {MAX_JSON_DEPTH} levels deep")
+        # json_object_keys reads the first JSON value only: an object there, then more text.
+        .when(F.json_object_keys(F.col(JSON_COLUMN)).isNotNull(), "text after the JSON object")
+        .otherwise("not a JSON object")
+    )
+
+
+def absent(field: str) -> Column:
+    """The field is not in the line, is JSON null, or is blank."""
+    given = F.col(f"{AS_TEXT_COLUMN}.{field}")
+    return given.isNull() | (F.trim(given) == "")
+
+
+def wrong_type(field: str) -> Column:
+    """The field is in the line, but from_json could not read it as the schema's type."""
+    return F.col(f"{RECORD_COLUMN}.{field}").isNull() & ~absent(field)
+
+
+def build_good_transactions(parsed: DataFrame) -> DataFrame:
+    """The lines that are good transactions, as the schema's columns."""
+    return parsed.where(F.col(REASON_COLUMN).isNull()).select(*TRANSACTION_SCHEMA.fieldNames())
+
+
+def build_quarantined_lines(parsed: DataFrame) -> DataFrame:
+    """The lines that cannot be used, kept whole: their file, the reason and the raw text."""
+    return parsed.where(F.col(REASON_COLUMN).isNotNull()).select(
+        "source_file",
+        F.col(REASON_COLUMN).alias("reason"),
+        F.col("value").alias("raw_line"),
+    )
 
 
 def write_batch(batch: DataFrame, batch_id: int, quarantine: Path, tally: dict) -> None:
-    """One micro-batch: its good rows to the console, its bad lines (with their reason) to the quarantine."""
+    """One micro-batch: its good rows to the console, its bad lines (with their reason) to the
+    quarantine."""
     # foreachBatch hands over each micro-batch as a plain DataFrame: one read of the files
     # feeds both outputs. persist() keeps it in memory for the uses below.
     batch.persist()
     try:
         per_file = (
             batch.groupBy("source_file")
-            .agg(F.count(F.lit(1)).alias("lines"), F.count(parsing.REASON_COLUMN).alias("bad"))
+            .agg(F.count(F.lit(1)).alias("lines"), F.count(REASON_COLUMN).alias("bad"))
             .orderBy("source_file")
             .collect()
         )
-        good, bad = (
-            parsing.valid_records(batch, TRANSACTION_SCHEMA),
-            parsing.quarantined(batch, "source_file"),
-        )
+        # The split: good rows go on, bad lines go to the quarantine with their reason.
+        good = build_good_transactions(batch)
+        bad = build_quarantined_lines(batch)
         bad_rows = bad.collect()
         if bad_rows:
             write_quarantine(bad, quarantine, batch_id)
@@ -131,7 +268,8 @@ def write_batch(batch: DataFrame, batch_id: int, quarantine: Path, tally: dict) 
 
 def write_quarantine(bad: DataFrame, quarantine: Path, batch_id: int) -> None:
     """A batch's bad lines, each with its file and reason, as JSON in quarantine/batch_id=N/."""
-    # One folder per batch id, overwritten if the batch runs again after a crash: each bad line once.
+    # One folder per batch id, overwritten if the batch runs again after a crash: each bad
+    # line once.
     bad.coalesce(1).write.mode("overwrite").json(paths.uri(quarantine / f"batch_id={batch_id}"))
 
 
@@ -139,12 +277,13 @@ def start_transactions(
     transactions: DataFrame, checkpoint: Path, trigger: dict, quarantine: Path, tally: dict
 ):
     """Start the query; its checkpoint is where it records every file it has read."""
+    # foreachBatch calls write_batch with each micro-batch (foreach_batch only makes a stop
+    # in the middle of a batch end quietly).
+    handler = foreach_batch(lambda batch, batch_id: write_batch(batch, batch_id, quarantine, tally))
     # checkpointLocation is an option of the *writer*. Set on readStream, Spark silently
     # ignores it, and every run would read every file again.
     return (
-        transactions.writeStream.foreachBatch(
-            foreach_batch(lambda batch, batch_id: write_batch(batch, batch_id, quarantine, tally))
-        )
+        transactions.writeStream.foreachBatch(handler)
         .option("checkpointLocation", paths.uri(checkpoint))
         .trigger(**trigger)
         .queryName("transactions_from_files")
@@ -154,13 +293,14 @@ def start_transactions(
 
 def main(argv: list[str] | None = None) -> None:
     args = cli.lesson_parser(__doc__, available_now=True).parse_args(argv)
-    folder, quarantine = paths.TRANSACTIONS_DIR, paths.output_for(LESSON, "quarantine")
+    folder = paths.TRANSACTIONS_DIR
+    quarantine = paths.output_for(LESSON, "quarantine")
     with lesson_session(LESSON, args) as spark:
         checkpoint = checkpoint_root(LESSON, args) / "transactions"
         banner("1. A folder of JSON files, read with a fixed schema")
-        transactions = parse_transactions(
-            read_transactions(spark, folder)
-        )  # (creates the folder if missing)
+        # Source -> parse: each line as text, then its fields and its quarantine reason.
+        lines = read_transactions(spark, folder)  # (creates the folder if missing)
+        transactions = parse_transactions(lines)
         demos.show_refusal(
             lambda: spark.readStream.json(paths.uri(folder)), "Reading a stream without .schema()"
         )
@@ -173,14 +313,11 @@ def main(argv: list[str] | None = None) -> None:
             many new files. The checkpoint ({paths.display(checkpoint)}) records every file
             read, so a restarted query skips them.""")
 
-        files_before, tally = (
-            checkpoints.source_files(checkpoint, committed_only=True),
-            {"files": [], "parsed": 0, "quarantined": 0},
-        )
+        files_before = checkpoints.source_files(checkpoint, committed_only=True)
+        tally = {"files": [], "parsed": 0, "quarantined": 0}
         with simulators.file_input_for_lesson(*SIMULATOR, folder, args) as files:
-            banner(
-                f"2. {'Watching' if files.watching else 'Reading'} {paths.display(folder)}, a file per micro-batch"
-            )
+            action = "Watching" if files.watching else "Reading"
+            banner(f"2. {action} {paths.display(folder)}, a file per micro-batch")
             query = start_transactions(
                 transactions, checkpoint, files.trigger(TRIGGER_INTERVAL), quarantine, tally
             )
@@ -189,10 +326,8 @@ def main(argv: list[str] | None = None) -> None:
         banner("3. What this run did")
         read_now = sorted(checkpoints.source_files(checkpoint, committed_only=True) - files_before)
         print(f"Already read by earlier runs (the checkpoint's list): {len(files_before)} file(s)")
-        print(
-            f"Read in this run: {len(read_now)} file(s)"
-            + (f": {', '.join(read_now)}" if read_now else "")
-        )
+        listed = f": {', '.join(read_now)}" if read_now else ""
+        print(f"Read in this run: {len(read_now)} file(s){listed}")
         print(f"Old files read again: {len(set(tally['files']) & files_before)}")
         print(
             f"Rows parsed: {tally['parsed']}; lines quarantined: {tally['quarantined']} "

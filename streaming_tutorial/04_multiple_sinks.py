@@ -12,7 +12,7 @@ What you'll learn
   - Read the sink's folder back with a batch query: only committed files are seen.
 
 Run
-  python streaming_tutorial/04_multiple_sinks.py                  # the files in data/ecommerce_events
+  python streaming_tutorial/04_multiple_sinks.py   # the files in data/ecommerce_events
   Files already there and no simulator running: it reads them and stops (run it again: the
   Parquet sink resumes and adds nothing). No files: it starts the simulator for the run.
   To watch files arrive, start the simulator first in a second terminal; the lesson reads
@@ -21,9 +21,10 @@ Run
     python streaming_tutorial/04_multiple_sinks.py
 
 What you'll see
-  (the sample data of initial_setup.py; with the simulator the SQL table also grows every few seconds)
+  (the sample data of initial_setup.py; with the simulator the SQL table also grows every
+  few seconds)
   Complete mode on a file sink fails:
-    [STREAMING_OUTPUT_MODE.UNSUPPORTED_DATASOURCE] Invalid streaming output mode: complete. This output mode...
+    [STREAMING_OUTPUT_MODE.UNSUPPORTED_DATASOURCE] Invalid streaming output mode: complete. ...
   -------------------------------------------
   Batch: 0
   -------------------------------------------
@@ -37,7 +38,7 @@ What you'll see
     cart        18      13098.6
     purchase    12      9253.75
     view        70      12800.42
-  Lines each query read this run: shop_events_console 100, shop_events 100, shop_events_parquet 100, ...
+  Lines each query read this run: shop_events_console 100, shop_events 100, ...
   Quarantined lines in output/04_multiple_sinks/quarantine: none
   ...
   +----------+------+-----+
@@ -45,9 +46,10 @@ What you'll see
   +----------+------+-----+
   |2025-01-15|100   |5    |
   +----------+------+-----+
-  The second run, without --reset: the memory table shows the same 100 events, the Parquet folder too:
-  Checkpoints in checkpoints/04_multiple_sinks: resuming parquet after batch 4, quarantine after batch 4.
-  Lines each query read this run: shop_events_console 100, shop_events 100, shop_events_parquet 0, ...
+  The second run, without --reset: the memory table shows the same 100 events, the Parquet
+  folder too:
+  Checkpoints in checkpoints/04_multiple_sinks: resuming parquet after batch 4, quarantine ...
+  Lines each query read this run: ... shop_events_parquet 0, shop_events_quarantine 0
 """
 
 from __future__ import annotations
@@ -79,16 +81,32 @@ FUNNEL_SQL = f"""
 
 
 def read_events(spark, folder: Path) -> DataFrame:
-    """Each line of the shop-event files, parsed, with its quarantine_reason (null for a good event)."""
-    lines = parsing.read_json_lines(spark, folder, max_files_per_trigger=MAX_FILES_PER_TRIGGER)
+    """Each line of the shop-event files, parsed, with its quarantine_reason (null for a good
+    event)."""
+    # Text first, parsed next (lesson 03): a line that is not a valid event is kept, never lost.
+    # No checkpointLocation on a reader: each writeStream below has its own (or none).
+    folder.mkdir(parents=True, exist_ok=True)  # a stream may start before its first file
+    lines = (
+        spark.readStream.format("text")
+        .option("maxFilesPerTrigger", MAX_FILES_PER_TRIGGER)
+        .load(paths.uri(folder))
+        # _metadata is the hidden per-file column of file sources: the quarantine names the file.
+        .withColumn("source_file", F.col("_metadata.file_name"))
+    )
+    # Parse and quarantine reason, taught in lesson 03 (there written out for its schema);
+    # common/parsing.py does the same for any schema.
     return parsing.parse_json(lines, ECOMMERCE_EVENT_SCHEMA)
 
 
 def build_events(lines: DataFrame) -> DataFrame:
     """The good events plus the date they happened on (the Parquet partition column)."""
-    return parsing.valid_records(lines, ECOMMERCE_EVENT_SCHEMA).withColumn(
-        "date", F.to_date("timestamp")
-    )
+    good = parsing.valid_records(lines, ECOMMERCE_EVENT_SCHEMA)
+    return good.withColumn("date", F.to_date("timestamp"))
+
+
+def build_quarantine(lines: DataFrame) -> DataFrame:
+    """The lines that are not valid events: their file, the reason and the raw text."""
+    return parsing.quarantined(lines, "source_file")
 
 
 def start_sinks(events: DataFrame, lines: DataFrame, checkpoints: Path, trigger: dict) -> list:
@@ -98,22 +116,20 @@ def start_sinks(events: DataFrame, lines: DataFrame, checkpoints: Path, trigger:
         start_console(events, trigger),
         start_memory(events, trigger),
         start_parquet(events, PARQUET_DIR, checkpoints / "parquet", trigger),
-        parsing.start_quarantine(
-            parsing.quarantined(lines, "source_file"),
-            QUARANTINE_DIR,
-            checkpoints / "quarantine",
-            trigger,
-            name=f"{MEMORY_TABLE}_quarantine",
+        start_quarantine(
+            build_quarantine(lines), QUARANTINE_DIR, checkpoints / "quarantine", trigger
         ),
     ]
 
 
 def start_console(events: DataFrame, trigger: dict):
     """Print a few columns of each micro-batch, to see the stream move."""
+    shown = events.select(
+        "event_id", "event_type", "product_name", "price", "quantity", "timestamp"
+    )
     # No checkpointLocation: the console keeps nothing, so Spark gives it a temporary one per run.
     return (
-        events.select("event_id", "event_type", "product_name", "price", "quantity", "timestamp")
-        .writeStream.format("console")
+        shown.writeStream.format("console")
         .outputMode("append")
         .option("numRows", 5)
         .option("truncate", False)
@@ -146,6 +162,21 @@ def start_parquet(events: DataFrame, folder: Path, checkpoint: Path, trigger: di
         .option("path", paths.uri(folder))
         .option("checkpointLocation", paths.uri(checkpoint))
         .queryName(f"{MEMORY_TABLE}_parquet")
+        .trigger(**trigger)
+        .start()
+    )
+
+
+def start_quarantine(bad: DataFrame, folder: Path, checkpoint: Path, trigger: dict):
+    """Append the lines that are not valid events to JSON files: kept with their reason."""
+    # A file sink with its own checkpoint, so a restart adds only the bad lines it has not
+    # written yet.
+    return (
+        bad.writeStream.format("json")
+        .outputMode("append")
+        .option("path", paths.uri(folder))
+        .option("checkpointLocation", paths.uri(checkpoint))
+        .queryName(f"{MEMORY_TABLE}_quarantine")
         .trigger(**trigger)
         .start()
     )
@@ -184,17 +215,15 @@ def read_funnel(spark) -> DataFrame:
 
 
 def print_funnel(spark, when: str) -> None:
-    rows = [
-        tuple(row) for row in read_funnel(spark).collect()
-    ]  # first, so nothing prints in between
+    # Collect first, so nothing prints in between.
+    rows = [tuple(row) for row in read_funnel(spark).collect()]
     print(f"\nspark.sql on the memory table {when}:", flush=True)
     print_table(("event_type", "events", "value"), rows or [("(no rows yet)", "", "")])
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, available_now=True).parse_args(
-        argv
-    )
+    parser = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, available_now=True)
+    args = parser.parse_args(argv)
     checkpoints = checkpoint_root(LESSON, args)
     with lesson_session(LESSON, args) as spark:
         lines = read_events(spark, paths.ECOMMERCE_DIR)

@@ -20,7 +20,7 @@ Run
 What you'll see
   The demo server sends one sentence a second; how many land in each micro-batch
   depends on your machine's speed. Complete mode reprints the whole table each time:
-  Started the socket simulator for this run: python data_generators/socket_server.py --demo --host 127.0.0.1 ...
+  Started the socket simulator for this run: python data_generators/socket_server.py --demo ...
   ...
   -------------------------------------------
   Batch: 2
@@ -55,7 +55,12 @@ DEFAULT_DURATION = 15  # the demo server sends its six sentences in about 6 s
 def read_lines(spark, host: str, port: int) -> DataFrame:
     """One row per line of text the server sends, in a column called ``value``."""
     # The socket source is a TCP client: the server must already listen when the query starts.
-    return spark.readStream.format("socket").option("host", host).option("port", port).load()
+    return (
+        spark.readStream.format("socket")  # no schema: every row is one line of text
+        .option("host", host)
+        .option("port", port)
+        .load()
+    )
 
 
 def parse_words(lines: DataFrame) -> DataFrame:
@@ -95,9 +100,8 @@ def start_word_counts(counts: DataFrame, trigger: dict):
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, socket_server=True).parse_args(
-        argv
-    )
+    parser = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, socket_server=True)
+    args = parser.parse_args(argv)
     if args.checkpoint_dir:
         print("--checkpoint-dir is ignored: a socket query cannot be recovered from a checkpoint.")
     with (
@@ -112,15 +116,16 @@ def main(argv: list[str] | None = None) -> None:
         lesson_session(LESSON, args) as spark,
     ):
         banner(f"Word count from {args.host}:{args.port}, complete mode, for {args.duration:g} s")
-        words = parse_words(read_lines(spark, args.host, args.port))
-        query = start_word_counts(
-            build_top_words(build_word_counts(words)), pick_trigger(args, TRIGGER_INTERVAL)
-        )
+        lines = read_lines(spark, args.host, args.port)
+        words = parse_words(lines)
+        top_words = build_top_words(build_word_counts(words))
+        query = start_word_counts(top_words, pick_trigger(args, TRIGGER_INTERVAL))
         run_queries([query], args)
-        say(f"""Stopped (--duration {args.duration:g}): {sum(p["numInputRows"] for p in query.recentProgress)} lines
-            counted. The counts lived only in this query's memory. A socket source cannot replay
-            what it sent, so after a crash or restart they start again from zero: fine for trying
-            things out, never for production (use Kafka, lesson 08).""")
+        counted = sum(progress["numInputRows"] for progress in query.recentProgress)
+        say(f"""Stopped (--duration {args.duration:g}): {counted} lines counted. The counts
+            lived only in this query's memory. A socket source cannot replay what it sent, so
+            after a crash or restart they start again from zero: fine for trying things out,
+            never for production (use Kafka, lesson 08).""")
 
 
 if __name__ == "__main__":

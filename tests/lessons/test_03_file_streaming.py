@@ -1,4 +1,5 @@
-"""Lesson 03: a folder as a stream, read once per checkpoint; every bad line quarantined with its reason."""
+"""Lesson 03: a folder as a stream, read once per checkpoint; every bad line quarantined with its
+reason."""
 
 from __future__ import annotations
 
@@ -38,14 +39,21 @@ GOOD_A = transaction(1, "USER-1", 12.5, "10:30:00", "Books")
 GOOD_B = transaction(2, "USER-2", 99.0, "10:30:05", "Sports")
 GOOD_C = transaction(3, "USER-1", 5.25, "10:31:00")
 CUT_LINE = '{"transaction_id":"TXN-9","user_id":"USER-9","amount":1'  # a writer crashed mid-line
-WRONG_TYPE = '{"transaction_id":"TXN-8","user_id":"USER-8","amount":"lots","timestamp":"2025-01-15T10:31:00Z"}'
+WRONG_TYPE = (
+    '{"transaction_id":"TXN-8","user_id":"USER-8","amount":"lots",'
+    '"timestamp":"2025-01-15T10:31:00Z"}'
+)
 ONLY_ID = '{"transaction_id":"TXN-7"}'  # valid JSON, but the required fields are missing
-INFINITE = '{"transaction_id":"TXN-6","user_id":"USER-6","amount":1e400,"timestamp":"2025-01-15T10:31:00Z"}'
+INFINITE = (
+    '{"transaction_id":"TXN-6","user_id":"USER-6","amount":1e400,'
+    '"timestamp":"2025-01-15T10:31:00Z"}'
+)
 NOT_JSON = "not json at all"
 
 
 def write_files(folder: Path, files: dict[str, str], first_mtime: float) -> None:
-    """Write raw text files in the given order, one second apart (the file source reads by mtime)."""
+    """Write raw text files in the given order, one second apart (the file source reads by
+    mtime)."""
     for number, (name, text) in enumerate(files.items()):
         path = write_atomically(folder, name, text)
         os.utime(path, (first_mtime + number, first_mtime + number))
@@ -85,7 +93,7 @@ def test_good_lines_are_parsed_and_every_bad_line_gets_its_reason(
 
     good_run = collect_batches(good, tmp_path / "good", sort_key=lambda row: row.transaction_id)
     bad_run = collect_batches(
-        parsing.quarantined(transactions, "source_file"),
+        lesson.build_quarantined_lines(transactions),
         tmp_path / "bad",
         sort_key=lambda row: row.raw_line,
     )
@@ -160,9 +168,8 @@ def test_a_run_quarantines_with_reasons_and_a_second_run_reads_only_the_new_file
         ],
         key=lambda record: record["raw_line"],
     )
-    assert [p.name for p in quarantine.iterdir()] == [
-        "batch_id=1"
-    ]  # only the batch that had bad lines
+    # Only the batch that had bad lines.
+    assert [p.name for p in quarantine.iterdir()] == ["batch_id=1"]
     out = capsys.readouterr().out
     assert "\nBatch 0 · tx-1.json: 2 rows parsed, 0 lines quarantined\n" in out
     assert "\nBatch 1 · tx-2.json: 1 rows parsed, 4 lines quarantined\n" in out
@@ -201,9 +208,8 @@ def test_a_stream_without_a_schema_is_refused(spark, transaction_files):
 def test_lesson_03_runs_by_itself_starting_its_simulator_on_the_storage_it_is_given(
     course_home, tmp_path
 ):
-    store = (
-        tmp_path / "store"
-    )  # --storage: data, checkpoints and output go there, none under the course home
+    # --storage: data, checkpoints and output go there, none under the course home.
+    store = tmp_path / "store"
     result = run_script(
         "streaming_tutorial/03_file_streaming.py", "--storage", f"file://{store}", home=course_home
     )
@@ -214,9 +220,9 @@ def test_lesson_03_runs_by_itself_starting_its_simulator_on_the_storage_it_is_gi
     assert "Started the transactions simulator for this run" in out
     # The simulator the lesson starts writes 3 files of 10 lines, every 4th line cut in half.
     assert (
-        "Read in this run: 3 file(s): transactions-0001.json, transactions-0002.json, transactions-0003.json"
-        in out
-    )
+        "Read in this run: 3 file(s): "
+        "transactions-0001.json, transactions-0002.json, transactions-0003.json"
+    ) in out
     assert "Old files read again: 0" in out
     assert "Rows parsed: 24; lines quarantined: 6 (with their reason" in out
     assert f"Checkpoints: none yet in {store}/checkpoints/03_file_streaming," in out
@@ -238,6 +244,5 @@ def test_lesson_03_runs_by_itself_starting_its_simulator_on_the_storage_it_is_gi
     assert checkpoints.source_files(
         store / "checkpoints" / "03_file_streaming" / "transactions"
     ) == {"transactions-0001.json", "transactions-0002.json", "transactions-0003.json"}
-    assert sorted(path.name for path in course_home.iterdir()) == [
-        ".runtime"
-    ]  # the simulator's PID file and log
+    # The course home holds only the simulator's PID file and log.
+    assert sorted(path.name for path in course_home.iterdir()) == [".runtime"]

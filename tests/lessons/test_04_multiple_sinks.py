@@ -47,12 +47,11 @@ def test_one_stream_reaches_memory_parquet_and_the_quarantine_exactly(spark, tmp
     queries = [
         lesson.start_memory(events, once),
         lesson.start_parquet(events, tmp_path / "parquet", tmp_path / "chk" / "parquet", once),
-        lesson.parsing.start_quarantine(
-            lesson.parsing.quarantined(lines, "source_file"),
+        lesson.start_quarantine(
+            lesson.build_quarantine(lines),
             tmp_path / "quarantine",
             tmp_path / "chk" / "quarantine",
             once,
-            name="test_04_quarantine",
         ),
     ]
     for query in queries:
@@ -144,18 +143,16 @@ def test_a_second_run_resumes_the_durable_sinks_instead_of_failing(course_home):
     ]
     assert funnel_at_the_end(out) == funnel
     assert (
-        "Lines each query read this run: shop_events_console 5, shop_events 5, shop_events_parquet 5,"
-        in out
-    )
+        "Lines each query read this run: "
+        "shop_events_console 5, shop_events 5, shop_events_parquet 5,"
+    ) in out
     assert re.search(r"Quarantined lines in \S*quarantine: 1 \(not a JSON object\)", out)
     assert re.search(r"\|2025-01-15\|3\s*\|2\s*\|\n\|2025-01-16\|1\s*\|1\s*\|", out)
 
     again = second.stdout
     assert "resuming parquet after batch 2, quarantine after batch 2" in again
-    assert (
-        funnel_at_the_end(again) == funnel
-    )  # the memory sink read the folder from its start again
+    # The memory sink read the folder from its start again.
+    assert funnel_at_the_end(again) == funnel
     assert "shop_events 5, shop_events_parquet 0, shop_events_quarantine 0" in again
-    assert re.search(
-        r"\|2025-01-15\|3\s*\|2\s*\|\n\|2025-01-16\|1\s*\|1\s*\|", again
-    )  # nothing twice
+    # Nothing twice.
+    assert re.search(r"\|2025-01-15\|3\s*\|2\s*\|\n\|2025-01-16\|1\s*\|1\s*\|", again)

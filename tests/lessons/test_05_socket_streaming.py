@@ -85,7 +85,8 @@ def test_word_count_over_the_real_socket_server(spark, tmp_path):
             query.processAllAvailable()
             return sum(row["count"] for row in spark.table("socket_words").collect()) == 9
 
-        # The lines reach Spark's socket reader when they reach it: poll, bounded; the table is the check.
+        # The lines reach Spark's socket reader when they reach it: poll, bounded; the table is
+        # the check.
         wait_until(all_words_counted, "Spark to count the 9 words the server sent")
         assert [tuple(row) for row in spark.table("socket_words").collect()] == [
             ("the", 3),
@@ -136,8 +137,8 @@ def test_lesson_05_runs_by_itself(course_home):
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
     assert (
-        f"Started the socket simulator for this run: python data_generators/socket_server.py --demo "
-        f"--host {config.SOCKET_HOST} --port {port}"
+        "Started the socket simulator for this run: "
+        f"python data_generators/socket_server.py --demo --host {config.SOCKET_HOST} --port {port}"
     ) in out
     # The demo's first sentence is "spark streaming is awesome": it is in the first table.
     assert "|word     |count|" in out and re.search(r"\|spark\s*\|\d+\s*\|", out), out[-3000:]
