@@ -49,6 +49,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from common import config, database, parsing, paths
+from common.batch_ids import query_id
 from common.sales import build_category_sales
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 from infra import cli, files, kafka, kafka_broker, simulators
@@ -153,9 +154,11 @@ def write_batch(
 
     Alerts go to the Kafka topic when ``bootstrap`` names a broker, to files otherwise.
     """
-    # A NEW checkpoint gets a new query id and batch ids from 0 again: with a fixed app id,
-    # Delta would silently skip every batch up to the old highest id.
-    app_id = app_id or batch.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
+    # The query's id, from the checkpoint: with the batch id it names this batch's output for
+    # good, so a replay after a crash is recognised (common/batch_ids.py). A NEW checkpoint gets
+    # a new query id and batch ids from 0 again: with a fixed app id, Delta would silently skip
+    # every batch up to the old highest id.
+    app_id = app_id or query_id(batch)
     # Four writes read this batch: without persist() each would parse the files again.
     batch.persist()
     try:

@@ -39,6 +39,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from common import config, paths
+from common.batch_ids import query_id
 from infra import cli
 from infra.runner import (
     banner,
@@ -98,12 +99,6 @@ def build_window_counts(records: DataFrame, *keys: str) -> DataFrame:
         )
         .select(F.col("window.start").alias("window_start"), *keys, "records", "amount")
     )
-
-
-def query_id(batch: DataFrame) -> str:
-    """The id of the query running this micro-batch (in a foreachBatch function): kept in the
-    checkpoint, so a restart after a kill has the same one."""
-    return batch.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
 
 
 def write_events(batch: DataFrame, batch_id: int, where) -> None:

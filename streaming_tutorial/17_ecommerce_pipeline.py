@@ -57,6 +57,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from common import parsing, paths
+from common.batch_ids import query_id
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 from infra import cli
 from infra.kafka import end_offsets, ensure_topics, recreate_topics, spark_options
@@ -283,12 +284,6 @@ def build_large_purchases(events: DataFrame) -> DataFrame:
         amount.alias("amount"),
         F.col(EVENT_TIME).alias("timestamp"),
     )
-
-
-def query_id(batch: DataFrame) -> str:
-    """The id of the query running this micro-batch (in a foreachBatch function). It is kept in
-    the checkpoint: a restart has the same one, a new checkpoint a new one."""
-    return batch.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
 
 
 def to_dicts(batch: DataFrame) -> list[dict]:

@@ -3,7 +3,7 @@ batch id, and alerts written once.
 
 A ``foreachBatch`` sink is at-least-once: after a crash Spark runs the last micro-batch
 again, with the same id and the same input. Everything here is keyed by the query's id
-(lesson 17's ``query_id(batch)``: the same after a restart from the checkpoint, a new one
+(``common.batch_ids.query_id(batch)``: the same after a restart from the checkpoint, a new one
 with a new checkpoint) and the batch id, so a replay changes nothing, and a query started
 over (its batch ids from 0 again) neither overwrites nor mixes with the files of the one
 before. Lesson 17's foreachBatch functions call:

@@ -29,6 +29,7 @@ sys.path[:0] = [str(ROOT / "streaming_tutorial")]
 import lesson16_crash_harness as crash  # noqa: E402
 
 from common import database, paths  # noqa: E402
+from common.batch_ids import query_id  # noqa: E402
 from infra.runner import finish, foreach_batch, raise_failure  # noqa: E402
 
 # Lesson 10 teaches the idempotent database write this child uses (a test may load a lesson).
@@ -65,7 +66,7 @@ def read_records(spark, where):
 
 def write_delta(batch, batch_id: int, where) -> None:
     """Append once per (query id, batch id): Delta skips a txnVersion it has committed for this app id."""
-    app_id = batch.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
+    app_id = query_id(batch)
     batch.write.format("delta").mode("append").option("txnAppId", app_id).option(
         "txnVersion", batch_id
     ).save(str(where.delta))
@@ -73,7 +74,7 @@ def write_delta(batch, batch_id: int, where) -> None:
 
 def write_database(batch, batch_id: int, where) -> None:
     """One row per record, in one transaction with the claim of the batch id: a replay changes nothing."""
-    app_id = batch.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
+    app_id = query_id(batch)
     rows = [(row.record_id, batch_id) for row in batch.select("record_id").collect()]
     LESSON_10.apply_batch_once(
         batch.sparkSession, where.jdbc, app_id, batch_id, ADD_RECORD, rows, input_rows=len(rows)
