@@ -1,4 +1,4 @@
-"""12 · Arbitrary stateful processing: your own per-user state with applyInPandasWithState.
+r"""12 · Arbitrary stateful processing: your own per-user state with applyInPandasWithState.
 
 What you'll learn
   - ``groupBy(key).applyInPandasWithState(func, output_schema, state_schema, "update",
@@ -14,13 +14,14 @@ What you'll learn
   - Python has no ``mapGroupsWithState`` (Scala/Java only): it uses applyInPandasWithState.
 
 Run
-  python streaming_tutorial/12_stateful_processing.py                  # the files in data/ecommerce_events
-  python streaming_tutorial/12_stateful_processing.py --reset          # forget the state, read them again
+  python streaming_tutorial/12_stateful_processing.py           # the files in data/ecommerce_events
+  python streaming_tutorial/12_stateful_processing.py --reset   # forget the state, read them again
   Files already there and no simulator running: it reads them once and stops. No files: it
   starts the shop simulator (4 files, one every 3 s) and stops once they are read. The state
   lives in the checkpoint, so a second run continues every open user. To run the simulator
   yourself, start it first in a second terminal:
-    python data_generators/generate_ecommerce_events.py --count 4 --interval 3 --base-time 2025-01-15T10:30:00Z
+    python data_generators/generate_ecommerce_events.py --count 4 --interval 3 \
+      --base-time 2025-01-15T10:30:00Z
     python streaming_tutorial/12_stateful_processing.py
 
 What you'll see
@@ -60,17 +61,12 @@ from typing import Iterator
 import pandas as pd
 from pyspark import cloudpickle
 from pyspark.sql import DataFrame, GroupedData
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
 from common import paths
-from common.parsing import (
-    parse_json,
-    quarantine_summary,
-    quarantined,
-    read_json_lines,
-    start_quarantine,
-    valid_records,
-)
+from common.parsing import parse_json, quarantine_summary, quarantined, valid_records
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 from infra import cli
 from infra.runner import banner, checkpoint_root, lesson_session, run_lesson, run_queries, say
@@ -78,9 +74,8 @@ from infra.simulators import file_input_for_lesson
 from teaching import progress
 
 LESSON = "12_stateful_processing"
-DEFAULT_DURATION = (
-    60  # an upper bound: the lesson stops once the simulator is done and its files are read
-)
+# An upper bound in seconds: the lesson stops once the simulator is done and its files are read.
+DEFAULT_DURATION = 60
 MAX_FILES_PER_TRIGGER = 1  # one file per micro-batch, so state visibly grows batch by batch
 TRIGGER_INTERVAL = "2 seconds"
 WATERMARK_DELAY = "10 seconds"  # how late an event may be and still count
@@ -95,7 +90,10 @@ SIMULATOR = (
 
 # What func returns: one row per user per batch in which something happened to the user
 # (status active: had events this batch | closed: timed out).
-OUTPUT_SCHEMA = "user_id STRING, status STRING, events LONG, purchases LONG, total_spent DOUBLE, last_seen TIMESTAMP"
+OUTPUT_SCHEMA = (
+    "user_id STRING, status STRING, events LONG, purchases LONG, total_spent DOUBLE, "
+    "last_seen TIMESTAMP"
+)
 # What Spark keeps per user between batches (in the checkpoint's state store); last_seen_ms is
 # in epoch milliseconds, what the timeout API uses.
 STATE_SCHEMA = "events LONG, purchases LONG, total_spent DOUBLE, last_seen_ms LONG"
@@ -103,10 +101,18 @@ STATE_SCHEMA = "events LONG, purchases LONG, total_spent DOUBLE, last_seen_ms LO
 
 def read_events(spark, folder: Path) -> DataFrame:
     """The folder's shop events, one file per micro-batch, parsed with a quarantine reason."""
-    return parse_json(
-        read_json_lines(spark, folder, max_files_per_trigger=MAX_FILES_PER_TRIGGER),
-        ECOMMERCE_EVENT_SCHEMA,
+    # A file source needs its folder when the query starts, even before the first file lands.
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = (
+        # Lines as text, not .json(): a line that does not parse keeps its text (lesson 03).
+        spark.readStream.format("text")
+        .option("maxFilesPerTrigger", MAX_FILES_PER_TRIGGER)
+        .load(paths.uri(folder))
+        # _metadata is the hidden per-file column of file sources: which file each line came from.
+        .withColumn("source_file", F.col("_metadata.file_name"))
     )
+    # Lesson 03's parse: the event's fields, and a quarantine_reason for a line that is no event.
+    return parse_json(lines, ECOMMERCE_EVENT_SCHEMA)
 
 
 def build_user_state(
@@ -136,14 +142,16 @@ def build_user_state(
         events, purchases, spent, last_seen_ms = state.getOption or (0, 0, 0.0, 0)
         for rows in batches:
             bought = rows[rows["event_type"] == "purchase"]
-            events, purchases = events + len(rows), purchases + len(bought)
+            events = events + len(rows)
+            purchases = purchases + len(bought)
             spent = round(spent + float((bought["price"] * bought["quantity"]).sum()), 2)
             # Naive pandas times in the session time zone (UTC): .value is ns since the epoch.
             last_seen_ms = max(last_seen_ms, rows["timestamp"].max().value // 1_000_000)
         state.update((events, purchases, spent, last_seen_ms))
-        # Call me again once the watermark passes last_seen + idle_timeout, but never earlier than
-        # the current watermark: Spark refuses that (INVALID_TIMEOUT_TIMESTAMP), and this user's
-        # newest event can be behind it, since late rows are filtered with the previous batch's.
+        # Call me again once the watermark passes last_seen + idle_timeout, but never earlier
+        # than the current watermark: Spark refuses that (INVALID_TIMEOUT_TIMESTAMP), and this
+        # user's newest event can be behind it, since late rows are filtered with the previous
+        # batch's.
         state.setTimeoutTimestamp(
             max(last_seen_ms + idle_timeout_ms, state.getCurrentWatermarkMs() + 1)
         )
@@ -155,14 +163,16 @@ def build_user_state(
         cloudpickle.register_pickle_by_value(sys.modules[__name__])
     return (
         # The watermark drives the event-time timeout; without one, EventTimeTimeout fails at
-        # start. Rows older than the previous batch's watermark are dropped before func sees them.
+        # start. Rows older than the previous batch's watermark are dropped before func sees
+        # them.
         events.withWatermark("timestamp", watermark_delay)
         .groupBy("user_id")
         .applyInPandasWithState(
             update_user_state,
             outputStructType=OUTPUT_SCHEMA,
             stateStructType=STATE_SCHEMA,
-            outputMode="update",  # a row per call, not a final result; append would also work here
+            # A row per call, not a final result; append would also work here.
+            outputMode="update",
             timeoutConf=GroupStateTimeout.EventTimeTimeout,
         )
     )
@@ -184,7 +194,8 @@ def to_summary(
     )
 
 
-def start_console(user_state: DataFrame, checkpoints: Path, trigger: dict):
+def start_console(user_state: DataFrame, checkpoints: Path, trigger: dict) -> StreamingQuery:
+    """The user state on the console, one table per micro-batch."""
     return (
         user_state.writeStream.format("console")
         .outputMode("update")  # the mode given to applyInPandasWithState must match
@@ -198,71 +209,83 @@ def start_console(user_state: DataFrame, checkpoints: Path, trigger: dict):
     )
 
 
-def start_queries(events: DataFrame, checkpoints: Path, quarantine: Path, trigger: dict) -> list:
+def start_quarantine(
+    bad: DataFrame, folder: Path, checkpoint: Path, trigger: dict
+) -> StreamingQuery:
+    """The lines that are no usable event, appended to JSON files with their reason."""
+    return (
+        bad.writeStream.format("json")
+        .outputMode("append")
+        .option("path", paths.uri(folder))
+        # A checkpoint of its own: a restart adds only the bad lines it has not written yet.
+        .option("checkpointLocation", paths.uri(checkpoint))
+        .queryName("user_state_quarantine")
+        .trigger(**trigger)
+        .start()
+    )
+
+
+def start_queries(
+    events: DataFrame, checkpoints: Path, quarantine: Path, trigger: dict
+) -> list[StreamingQuery]:
     """The user state on the console; a line with no user or no time, which belongs to no
     state, to the quarantine with its reason."""
+    user_state = build_user_state(valid_records(events, ECOMMERCE_EVENT_SCHEMA))
+    bad = quarantined(events, "source_file")
     return [
-        start_console(
-            build_user_state(valid_records(events, ECOMMERCE_EVENT_SCHEMA)), checkpoints, trigger
-        ),
-        start_quarantine(
-            quarantined(events, "source_file"),
-            quarantine,
-            checkpoints / "quarantine",
-            trigger,
-            name="user_state_quarantine",
-        ),
+        start_console(user_state, checkpoints, trigger),
+        start_quarantine(bad, quarantine, checkpoints / "quarantine", trigger),
     ]
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, available_now=True).parse_args(
-        argv
-    )
-    folder, checkpoints = paths.ECOMMERCE_DIR, checkpoint_root(LESSON, args)
+    parser = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, available_now=True)
+    args = parser.parse_args(argv)
+    folder = paths.ECOMMERCE_DIR
+    checkpoints = checkpoint_root(LESSON, args)
     quarantine = paths.output_for(LESSON, "quarantine")
+    idle_minutes = IDLE_TIMEOUT.seconds // 60
     with lesson_session(LESSON, args) as spark:
         banner("1. mapGroupsWithState is Scala/Java only")
-        print(
-            f"grouped.mapGroupsWithState exists in PySpark: {hasattr(GroupedData, 'mapGroupsWithState')}"
-        )
-        say("""Some tutorials pass a Python function to mapGroupsWithState: that API is Scala/Java
-            only, so in Python it is an AttributeError before any data flows. PySpark's way is
-            groupBy(...).applyInPandasWithState(func, output schema, state schema, output mode,
-            timeout): func gets the key, an iterator of pandas DataFrames and a GroupState, whose
-            get, getOption, exists, update and remove work as in Scala (get, getOption and exists
-            are properties in Python), and yields pandas DataFrames.""")
+        has_it = hasattr(GroupedData, "mapGroupsWithState")
+        print(f"grouped.mapGroupsWithState exists in PySpark: {has_it}")
+        say("""Some tutorials pass a Python function to mapGroupsWithState: that API is
+            Scala/Java only, so in Python it is an AttributeError before any data flows.
+            PySpark's way is groupBy(...).applyInPandasWithState(func, output schema, state
+            schema, output mode, timeout): func gets the key, an iterator of pandas DataFrames
+            and a GroupState, whose get, getOption, exists, update and remove work as in Scala
+            (get, getOption and exists are properties in Python), and yields pandas
+            DataFrames.""")
 
-        banner(
-            f"2. Per-user state; a user idle for {IDLE_TIMEOUT.seconds // 60} min of event time is closed"
-        )
-        # With files there and no simulator running: read them once (availableNow) and stop.
+        banner(f"2. Per-user state; a user idle for {idle_minutes} min of event time is closed")
         with file_input_for_lesson(*SIMULATOR, folder, args) as files:
-            trigger = files.trigger(
-                TRIGGER_INTERVAL
-            )  # or a batch every few seconds while files arrive
-            queries = start_queries(read_events(spark, folder), checkpoints, quarantine, trigger)
+            # With files there and no simulator running: read them once (availableNow) and
+            # stop; while files arrive, a micro-batch every few seconds.
+            trigger = files.trigger(TRIGGER_INTERVAL)
+            events = read_events(spark, folder)
+            queries = start_queries(events, checkpoints, quarantine, trigger)
             run_queries(queries, args, until=files.done)
-        state = progress.state_totals(
-            queries[0].recentProgress
-        )  # (batches, rows kept, rows removed), or None
-        say(
-            """After {} micro-batches the state store keeps {} open users; {} were closed by the timeout
-            and removed. Their state is in the checkpoint: run again and each user continues where it
-            stopped.""".format(*state)
-            if state
-            else """No new file since the last run: every user's state in the checkpoint is as it was. Start
-            the simulator in a second terminal (see Run in this file) to add events to it."""
-        )
-        print(
-            f"Lines quarantined with their reason in {paths.display(quarantine)}: {quarantine_summary(spark, quarantine)}"
-        )
+        # (batches, rows kept, rows removed), or None when no micro-batch ran.
+        state = progress.state_totals(queries[0].recentProgress)
+        if state:
+            say(
+                """After {} micro-batches the state store keeps {} open users; {} were closed
+                by the timeout and removed. Their state is in the checkpoint: run again and
+                each user continues where it stopped.""".format(*state)
+            )
+        else:
+            say("""No new file since the last run: every user's state in the checkpoint is as
+                it was. Start the simulator in a second terminal (see Run in this file) to add
+                events to it.""")
+        summary = quarantine_summary(spark, quarantine)
+        print(f"Lines quarantined with their reason in {paths.display(quarantine)}: {summary}")
 
         banner("3. The rule for your own timeouts: never behind the current watermark")
-        say(f"""Spark drops late rows with the previous batch's watermark, but func sees this batch's,
-            which can be later than a new user's last event + {IDLE_TIMEOUT.seconds // 60} min.
-            setTimeoutTimestamp refuses a time behind it (INVALID_TIMEOUT_TIMESTAMP) and the query dies:
-            so this lesson sets max(last event + timeout, state.getCurrentWatermarkMs() + 1).""")
+        say(f"""Spark drops late rows with the previous batch's watermark, but func sees this
+            batch's, which can be later than a new user's last event + {idle_minutes} min.
+            setTimeoutTimestamp refuses a time behind it (INVALID_TIMEOUT_TIMESTAMP) and the
+            query dies: so this lesson sets max(last event + timeout,
+            state.getCurrentWatermarkMs() + 1).""")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@ event logs a history server shows after the run.
 
 Both need settings made when the session is created (``get_spark(extra_conf=...)``)::
 
-    with lesson_session(LESSON, args, extra_conf={**prometheus_conf("course"), **event_log_conf(folder)}):
+    settings = {**prometheus_conf("course"), **event_log_conf(folder)}
+    with lesson_session(LESSON, args, extra_conf=settings):
         ...
         page = fetch_prometheus(spark.sparkContext.uiWebUrl)
         for metric in streaming_metrics(page): ...
@@ -48,10 +49,13 @@ LINE = re.compile(
 
 
 def prometheus_conf(namespace: str) -> dict[str, str]:
-    """Session settings: streaming metrics on, served by the PrometheusServlet sink on the UI's port."""
+    """Session settings: streaming metrics on, served by the PrometheusServlet sink on the UI's
+    port."""
     return {
         "spark.sql.streaming.metricsEnabled": "true",
-        "spark.metrics.conf.*.sink.prometheusServlet.class": "org.apache.spark.metrics.sink.PrometheusServlet",
+        "spark.metrics.conf.*.sink.prometheusServlet.class": (
+            "org.apache.spark.metrics.sink.PrometheusServlet"
+        ),
         "spark.metrics.conf.*.sink.prometheusServlet.path": PROMETHEUS_PATH,
         "spark.metrics.namespace": namespace,  # a fixed name instead of the application id
     }
@@ -64,7 +68,8 @@ def event_log_conf(folder: Path) -> dict[str, str]:
 
 
 def history_server_command(folder: Path, port: int = HISTORY_PORT) -> str:
-    """The shell command that starts Spark's history server from the pip package, reading ``folder``.
+    """The shell command that starts Spark's history server from the pip package, reading
+    ``folder``.
 
     It runs in the foreground (Ctrl-C stops it); pyspark's bin/spark-class finds its own jars.
     """
@@ -72,7 +77,10 @@ def history_server_command(folder: Path, port: int = HISTORY_PORT) -> str:
     options = f"-Dspark.history.fs.logDirectory={folder.resolve().as_uri()}"
     if port != HISTORY_PORT:
         options += f" -Dspark.history.ui.port={port}"
-    return f'SPARK_HISTORY_OPTS="{options}" {spark_class} org.apache.spark.deploy.history.HistoryServer'
+    return (
+        f'SPARK_HISTORY_OPTS="{options}" {spark_class} '
+        "org.apache.spark.deploy.history.HistoryServer"
+    )
 
 
 def fetch_prometheus(ui_url: str, timeout: float = 10.0) -> str:
@@ -108,8 +116,11 @@ class Snapshot:
     when the session has a UI, the Prometheus page. A query's metrics go away when it stops."""
 
     def __init__(self, spark, query) -> None:
-        # The UI's real address: 4040, or the next free port when another Spark has it; None without a UI.
-        self.spark, self.query, self.ui_url = spark, query, spark.sparkContext.uiWebUrl
+        self.spark = spark
+        self.query = query
+        # The UI's real address: 4040, or the next free port when another Spark has it; None
+        # without a UI.
+        self.ui_url = spark.sparkContext.uiWebUrl
         self.status: dict | None = None
         self.active: list[str] = []
         self.page = ""
@@ -143,7 +154,8 @@ def print_streaming_metrics(snapshot: Snapshot, namespace: str, query: str) -> N
 def print_history_server_hint(folder: Path) -> None:
     """Where the event logs are, and the command that shows them after the run."""
     print(
-        f"Event logs in {paths.display(folder)}. To see this run's Structured Streaming tab later:\n"
+        f"Event logs in {paths.display(folder)}. "
+        "To see this run's Structured Streaming tab later:\n"
         f"  {history_server_command(folder)}\n"
         f"  then open http://localhost:{HISTORY_PORT} (Ctrl-C stops it).",
         flush=True,

@@ -1,5 +1,6 @@
-"""lesson14_listeners: a progress report parsed into one line, the flags, the listener's bookkeeping and
-the picture (no JVM: the events are hand-made objects shaped like pyspark's)."""
+"""Lesson 14's listener (ProgressPrinter, in 14_monitoring.py) and its companion
+lesson14_progress_tools: a progress report parsed into one line, the flags, the listener's
+bookkeeping and the picture (no JVM: the events are hand-made objects shaped like pyspark's)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,9 @@ import struct
 import uuid
 from types import SimpleNamespace
 
-from lesson14_listeners import (
+from lesson14_progress_tools import (
     COLUMNS,
     BatchLine,
-    ProgressPrinter,
     batch_line,
     format_columns,
     format_line,
@@ -22,6 +22,10 @@ from lesson14_listeners import (
     save_progress_picture,
 )
 
+from conftest import load_lesson
+
+lesson = load_lesson("14_monitoring")
+ProgressPrinter = lesson.ProgressPrinter  # the lesson's listener
 QUERY_ID = uuid.UUID("00000000-0000-0000-0000-000000000014")
 
 
@@ -216,7 +220,8 @@ def test_the_picture_is_drawn_from_recorded_lines(tmp_path):
 
 
 def test_no_batch_no_picture(tmp_path, capsys):
-    save_progress_picture(ProgressPrinter(out=lambda text: None), "stats", tmp_path / "p.png")
+    listener = ProgressPrinter(out=lambda text: None)
+    save_progress_picture(listener.batches_of("stats"), "stats", tmp_path / "p.png")
     assert (
         "No micro-batch of stats ran" in capsys.readouterr().out
         and not (tmp_path / "p.png").exists()

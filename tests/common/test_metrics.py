@@ -1,5 +1,6 @@
-"""lesson14_metrics: the Prometheus page filtered to the streaming gauges, the session settings, the history
-server command and the look from outside (no JVM: a recorded page and hand-made query objects)."""
+"""lesson14_metrics: the Prometheus page filtered to the streaming gauges, the session settings,
+the history server command and the look from outside (no JVM: a recorded page and hand-made query
+objects)."""
 
 from __future__ import annotations
 
@@ -21,19 +22,28 @@ from lesson14_metrics import (
 from conftest import free_port
 
 # Lines of a real page (pyspark 4.2.0, namespace streaming_course, a query named sensor_stats).
-PAGE = """\
-metrics_streaming_course_driver_BlockManager_memory_maxMem_MB_Number{type="gauges"} 434
-metrics_streaming_course_driver_spark_streaming_sensor_stats_eventTime_watermark_Number{type="gauges"} 1795423593000
-metrics_streaming_course_driver_spark_streaming_sensor_stats_eventTime_watermark_Value{type="gauges"} 1795423593000
-metrics_streaming_course_driver_spark_streaming_sensor_stats_inputRate_total_Value{type="gauges"} 8.004002001000499
-metrics_streaming_course_driver_spark_streaming_sensor_stats_latency_Value{type="gauges"} 468
-metrics_streaming_course_driver_spark_streaming_sensor_stats_processingRate_total_Value{type="gauges"} 34.18803418803419
-metrics_streaming_course_driver_spark_streaming_sensor_stats_states_rowsTotal_Value{type="gauges"} 7
-metrics_streaming_course_driver_spark_streaming_sensor_stats_states_usedBytes_Value{type="gauges"} 4976
-metrics_streaming_course_driver_spark_streaming_sensor_quarantine_latency_Value{type="gauges"} 120
-metrics_other_driver_spark_streaming_sensor_stats_latency_Value{type="gauges"} 1
-metrics_streaming_course_driver_LiveListenerBus_listenerProcessingTime_org_apache_spark_sql_Count{type="timers"} 271
-"""
+PAGE = (
+    'metrics_streaming_course_driver_BlockManager_memory_maxMem_MB_Number{type="gauges"} 434\n'
+    "metrics_streaming_course_driver_spark_streaming_sensor_stats_eventTime_watermark_Number"
+    '{type="gauges"} 1795423593000\n'
+    "metrics_streaming_course_driver_spark_streaming_sensor_stats_eventTime_watermark_Value"
+    '{type="gauges"} 1795423593000\n'
+    "metrics_streaming_course_driver_spark_streaming_sensor_stats_inputRate_total_Value"
+    '{type="gauges"} 8.004002001000499\n'
+    "metrics_streaming_course_driver_spark_streaming_sensor_stats_latency_Value"
+    '{type="gauges"} 468\n'
+    "metrics_streaming_course_driver_spark_streaming_sensor_stats_processingRate_total_Value"
+    '{type="gauges"} 34.18803418803419\n'
+    "metrics_streaming_course_driver_spark_streaming_sensor_stats_states_rowsTotal_Value"
+    '{type="gauges"} 7\n'
+    "metrics_streaming_course_driver_spark_streaming_sensor_stats_states_usedBytes_Value"
+    '{type="gauges"} 4976\n'
+    "metrics_streaming_course_driver_spark_streaming_sensor_quarantine_latency_Value"
+    '{type="gauges"} 120\n'
+    'metrics_other_driver_spark_streaming_sensor_stats_latency_Value{type="gauges"} 1\n'
+    "metrics_streaming_course_driver_LiveListenerBus_listenerProcessingTime_org_apache_spark_sql_Count"
+    '{type="timers"} 271\n'
+)
 
 
 def test_the_streaming_gauges_are_found_once_each_with_their_query():
@@ -102,9 +112,8 @@ def test_a_snapshot_waits_for_rows_and_says_why_a_page_could_not_be_fetched(caps
     query.recentProgress.append({"numInputRows": 5})
     snapshot.take()
     assert snapshot.status == {"message": "Waiting for next trigger"} and snapshot.active == ["q"]
-    assert snapshot.page == "" and snapshot.error.startswith(
-        "URLError"
-    )  # nothing listens on that port
+    assert snapshot.page == ""
+    assert snapshot.error.startswith("URLError")  # nothing listens on that port
     print_streaming_metrics(snapshot, "streaming_course", "q")
     assert "0 streaming gauges (could not fetch it: URLError" in capsys.readouterr().out
 
@@ -117,7 +126,7 @@ def test_the_query_s_gauges_are_printed_with_what_they_are(capsys):
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "/metrics/prometheus, as last fetched while the query ran: 7 streaming gauges"
     assert out[3] == (
-        '  metrics_streaming_course_driver_spark_streaming_sensor_stats_latency_Value{type="gauges"} 468'
-        "   <- last micro-batch, ms"
+        "  metrics_streaming_course_driver_spark_streaming_sensor_stats_latency_Value"
+        '{type="gauges"} 468   <- last micro-batch, ms'
     )
     assert len(out) == 7

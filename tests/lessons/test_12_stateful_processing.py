@@ -123,7 +123,10 @@ def test_a_longer_idle_timeout_keeps_everyone_open(spark, tmp_path):
 
 
 def test_malformed_lines_go_to_the_quarantine_not_into_a_user(spark, tmp_path):
-    good = '{"event_id":"E1","user_id":"U1","event_type":"view","timestamp":"2025-01-15T10:30:00.000Z"}'
+    good = (
+        '{"event_id":"E1","user_id":"U1","event_type":"view",'
+        '"timestamp":"2025-01-15T10:30:00.000Z"}'
+    )
     write_batches(
         tmp_path / "in",
         [
@@ -150,4 +153,5 @@ def test_malformed_lines_go_to_the_quarantine_not_into_a_user(spark, tmp_path):
     ]
 
 
-# The smoke run of this lesson, as a learner runs it, is on a Spark standalone cluster: tests/test_cluster.py.
+# The smoke run of this lesson, as a learner runs it, is on a Spark standalone cluster:
+# tests/test_cluster.py.

@@ -1,9 +1,10 @@
-"""Lesson 14 (monitoring): the lesson's Kafka query on 60 fixed sensor readings, watched by its listener,
-with every parsed progress field checked exactly; a failing query and what each view of it says; the
-idle event; and the lesson run as a learner runs it (Spark UI, Prometheus page, event log, PNG).
+"""Lesson 14 (monitoring): the lesson's Kafka query on 60 fixed sensor readings, watched by its
+listener, with every parsed progress field checked exactly; a failing query and what each view of
+it says; the idle event; and the lesson run as a learner runs it (Spark UI, Prometheus page, event
+log, PNG).
 
-Listener events arrive on Spark's listener thread after the fact: the tests wait for them with a bound
-(``ProgressPrinter.wait_for``), never with a sleep.
+Listener events arrive on Spark's listener thread after the fact: the tests wait for them with a
+bound (``ProgressPrinter.wait_for``), never with a sleep.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from datetime import timedelta
 from types import SimpleNamespace
 
 import pytest
-from lesson14_listeners import ProgressPrinter
 from pyspark.errors import StreamingQueryException
 
 from common import config
@@ -28,6 +28,7 @@ from infra.kafka import delete_topics, ensure_topics
 from infra.runner import finish
 
 lesson = load_lesson("14_monitoring")
+ProgressPrinter = lesson.ProgressPrinter  # the lesson's listener
 BASE = config.BASE_EVENT_TIME  # 2025-01-15 10:30:00 UTC
 EVENTS_WAIT = 60  # seconds: a bound for listener events, which come a little after the batch
 pytestmark = [
@@ -37,7 +38,8 @@ pytestmark = [
 
 
 def readings(count: int, topic: str) -> list:
-    """Sensor readings in order, one a second from 10:30:00, none late: reading i at 10:30:00 + i s."""
+    """Sensor readings in order, one a second from 10:30:00, none late: reading i at
+    10:30:00 + i s."""
     return kafka_producer.build_messages(
         "sensor", count, base_time=BASE, topic=topic, late_fraction=0, disorder_seconds=0
     )
@@ -61,7 +63,8 @@ def listener(spark):
 
 @pytest.fixture(scope="module")
 def stats_run(spark, kafka_bootstrap, tmp_path_factory):
-    """The lesson's stats query over 60 readings in one partition, 20 per micro-batch, availableNow."""
+    """The lesson's stats query over 60 readings in one partition, 20 per micro-batch,
+    availableNow."""
     folder, topic = tmp_path_factory.mktemp("stats"), f"test-monitoring-{uuid.uuid4().hex[:8]}"
     ensure_topics(kafka_bootstrap, [topic], partitions=1)
     messages = readings(60, topic)
@@ -144,7 +147,7 @@ def test_the_query_s_own_view_reads_the_same_fields(stats_run):
     snapshot = SimpleNamespace(
         active=["sensor_stats"], status={"message": "Waiting for next trigger"}
     )
-    report = lesson.parse_progress(stats_run.query, snapshot)
+    report = lesson.describe_progress(stats_run.query, snapshot)
     assert report[:3] == [
         "While it ran: spark.streams.active ['sensor_stats']",
         "  query.status {'message': 'Waiting for next trigger'}",
