@@ -7,8 +7,6 @@ import os
 import re
 import subprocess
 import sys
-import threading
-import time
 
 import pytest
 from pyspark.sql.types import StringType, StructField, StructType
@@ -17,6 +15,7 @@ from common import config
 from conftest import ROOT, free_port, load_lesson, prose, run_script
 from infra import simulators
 from infra.errors import CourseError
+from infra.runner import wait_until
 from teaching.microbatch import collect_batches, stream_batches, write_batches
 
 lesson = load_lesson("05_socket_streaming")
@@ -87,7 +86,7 @@ def test_word_count_over_the_real_socket_server(spark, tmp_path):
 
         # The lines reach Spark's socket reader when they reach it: poll, bounded; the table is
         # the check.
-        wait_until(all_words_counted, "Spark to count the 9 words the server sent")
+        wait_until(all_words_counted, "Spark to count the 9 words the server sent", 60, poll=0.2)
         assert [tuple(row) for row in spark.table("socket_words").collect()] == [
             ("the", 3),
             ("brown", 1),
@@ -101,15 +100,6 @@ def test_word_count_over_the_real_socket_server(spark, tmp_path):
         if query is not None:
             query.stop()
         simulators.stop_process(server)
-
-
-def wait_until(condition, what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    pause = threading.Event()
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"gave up waiting for {what} after {timeout} s")
-        pause.wait(0.2)
 
 
 def test_a_missing_server_is_explained_before_spark_starts(monkeypatch):
