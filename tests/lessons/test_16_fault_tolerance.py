@@ -150,7 +150,10 @@ def processes_using(home: Path) -> list[str]:
     return found
 
 
+# The full-length run (about a minute on 2 cores) belongs to the crash lane
+# ('python course.py test -m crash', which CI runs) and to the tour, not to every test run.
 @pytest.mark.smoke
+@pytest.mark.crash
 def test_lesson_16_kills_its_child_twice_and_loses_nothing(course_home):
     result = run_script("streaming_tutorial/16_fault_tolerance.py", home=course_home, timeout=400)
 

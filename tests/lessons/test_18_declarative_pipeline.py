@@ -244,7 +244,10 @@ def read_gold(warehouse: Path, table: str) -> list[tuple]:
     )
 
 
+# The full-length run (about a minute on 2 cores) belongs to the crash lane
+# ('python course.py test -m crash', which CI runs) and to the tour, not to every test run.
 @pytest.mark.smoke
+@pytest.mark.crash
 def test_the_lesson_runs_the_pipeline_twice_and_its_gold_tables_hold_the_exact_figures(course_home):
     result = run_script(
         "streaming_tutorial/18_declarative_pipeline.py", home=course_home, timeout=400
