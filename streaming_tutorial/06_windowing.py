@@ -34,13 +34,14 @@ What you'll see
               SENSOR-1 [10:30:03, 10:30:17)  4 readings, avg 19.63: r2 r5 r8 r9
               SENSOR-0 [10:30:19, 10:30:26)  2 readings, avg 22.75: r6 r7
   A session window in update mode fails:
-    [STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION] Invalid streaming output mode: update. This output mode is ...
+    [STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION] Invalid streaming output mode: update. ...
   ...
+  Append mode with a watermark (10:30:17 in batch 3, 10:30:30 in batch 4):
   Batch 3 reads: r11
-    closed sessions  SENSOR-0 [10:30:02, 10:30:15)  3 readings, avg 21.0: r1 r3 r4   [watermark 10:30:17]
+    closed sessions  SENSOR-0 [10:30:02, 10:30:15)  3 readings, avg 21.0: r1 r3 r4   [watermark ...
                      SENSOR-1 [10:30:03, 10:30:17)  4 readings, avg 19.63: r2 r5 r8 r9
   Batch 4 reads: nothing new (the watermark moved, so Spark runs one more batch)
-    closed sessions  SENSOR-0 [10:30:19, 10:30:26)  2 readings, avg 22.75: r6 r7   [watermark 10:30:30]
+    closed sessions  SENSOR-0 [10:30:19, 10:30:26)  2 readings, avg 22.75: r6 r7   [watermark ...
   ...
   The live query read 120 lines in 1 micro-batch; lines quarantined (with their reason) in
   output/06_windowing/quarantine: none. ...
@@ -50,6 +51,7 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
 
 from common import parsing, paths
 from common.schemas import SENSOR_SCHEMA
@@ -59,7 +61,8 @@ from teaching import demos, narration, progress
 
 LESSON = "06_windowing"
 TUMBLING_SIZE = "10 seconds"  # one window per 10 s of event time
-SLIDING_SIZE, SLIDING_STEP = "20 seconds", "10 seconds"  # 20 s windows, a new one every 10 s
+SLIDING_SIZE = "20 seconds"  # 20 s windows ...
+SLIDING_STEP = "10 seconds"  # ... a new one every 10 s
 SESSION_GAP = "5 seconds"  # a session ends after 5 s without a reading from its sensor
 # Append mode sends a session once the watermark (latest event time - 10 s) passes its end.
 SESSION_WATERMARK = "10 seconds"
@@ -89,24 +92,36 @@ SCENARIO = [
 
 
 def read_readings(spark, folder: Path) -> DataFrame:
-    """Each line of the sensor files, parsed, with its quarantine_reason (null for a good reading)."""
-    return parsing.parse_json(parsing.read_json_lines(spark, folder), SENSOR_SCHEMA)
+    """Each line of the sensor files, parsed, with its quarantine_reason (null for a good
+    reading) and the file it came from (``source_file``)."""
+    # The file source refuses a folder that does not exist, even one the simulator fills later.
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = (
+        # Text, not json(): a line that is not a reading keeps its text, to be quarantined
+        # with a reason, instead of becoming a row of nulls. (No checkpointLocation here: it
+        # is an option of writeStream, which Spark silently ignores on a reader.)
+        spark.readStream.format("text")
+        .load(paths.uri(folder))
+        # _metadata is the hidden per-file column of file sources: which file a line came from.
+        .withColumn("source_file", F.col("_metadata.file_name"))
+    )
+    # parse_json (taught in lesson 03): the reading's fields, and why a line cannot be used.
+    return parsing.parse_json(lines, SENSOR_SCHEMA)
 
 
 def build_tumbling_windows(readings: DataFrame, *keys: str) -> DataFrame:
     """Readings per tumbling window of event time (and per ``keys``, e.g. "sensor_id")."""
     # window() assigns each row to [start, start + size) by its event_time column:
     # arrival order plays no part.
-    return to_window_rows(
-        readings.groupBy(F.window("event_time", TUMBLING_SIZE), *keys), keys, "window"
-    )
+    grouped = readings.groupBy(F.window("event_time", TUMBLING_SIZE), *keys)
+    return to_window_rows(grouped, keys, "window")
 
 
 def build_sliding_windows(readings: DataFrame, *keys: str) -> DataFrame:
     """Readings per sliding window: each row is counted in every window that covers it."""
-    return to_window_rows(
-        readings.groupBy(F.window("event_time", SLIDING_SIZE, SLIDING_STEP), *keys), keys, "window"
-    )
+    # A third argument, the slide: a new window starts every SLIDING_STEP.
+    grouped = readings.groupBy(F.window("event_time", SLIDING_SIZE, SLIDING_STEP), *keys)
+    return to_window_rows(grouped, keys, "window")
 
 
 def build_sessions(readings: DataFrame) -> DataFrame:
@@ -141,46 +156,59 @@ def to_window_rows(grouped, keys, window_column: str, prefix: str = "window") ->
     )
 
 
-def start_noop(stream: DataFrame, mode: str):
-    """Start ``stream`` into the noop sink (it discards every row): enough to ask Spark if it accepts the mode."""
-    return stream.writeStream.outputMode(mode).format("noop").start()
-
-
-def build_live_windows(lines: DataFrame) -> DataFrame:
-    """Tumbling windows per sensor over the good readings (lines that are not readings are left out)."""
-    return build_tumbling_windows(parsing.valid_records(lines, SENSOR_SCHEMA), "sensor_id").drop(
-        "reading_ids"
+def start_noop(stream: DataFrame, mode: str) -> StreamingQuery:
+    """Start ``stream`` into the noop sink (it discards every row): enough to ask Spark whether
+    it accepts the output ``mode``."""
+    return (
+        stream.writeStream.outputMode(mode)
+        # Spark checks the output mode against the query when it starts, whatever the sink.
+        .format("noop")
+        .start()
     )
 
 
-def start_live(lines: DataFrame, checkpoints: Path, quarantine: Path, trigger: dict) -> list:
-    """The live windows on the console; lines that are not readings to the quarantine, with their reason."""
-    console = (
-        build_live_windows(lines)
-        .writeStream.outputMode("update")
+def build_live_windows(lines: DataFrame) -> DataFrame:
+    """Tumbling windows per sensor over the good readings (lines that are not readings are
+    left out)."""
+    readings = parsing.valid_records(lines, SENSOR_SCHEMA)
+    # The ids made the scenario's windows readable; live windows hold too many to print.
+    return build_tumbling_windows(readings, "sensor_id").drop("reading_ids")
+
+
+def start_live_windows(windows: DataFrame, checkpoint: Path, trigger: dict) -> StreamingQuery:
+    """The live windows on the console, each printed again whenever a batch changes it."""
+    return (
+        windows.writeStream.outputMode("update")
         .format("console")
         .option("truncate", False)
-        .option(
-            "checkpointLocation", paths.uri(checkpoints / "live_tumbling")
-        )  # the windows resume next run
+        # The windows resume next run: the checkpoint keeps the files read and the open windows.
+        .option("checkpointLocation", paths.uri(checkpoint))
         .queryName("live_tumbling_windows")
         .trigger(**trigger)
         .start()
     )
-    return [
-        console,
-        parsing.start_quarantine(
-            parsing.quarantined(lines, "source_file"),
-            quarantine,
-            checkpoints / "quarantine",
-            trigger,
-            name="live_quarantine",
-        ),
-    ]
+
+
+def start_quarantine(
+    bad: DataFrame, folder: Path, checkpoint: Path, trigger: dict
+) -> StreamingQuery:
+    """The lines that are not readings, appended to JSON files in ``folder`` with their reason."""
+    # A file sink with its own checkpoint: kept, never lost, and a restart adds only the bad
+    # lines it has not written yet.
+    return (
+        bad.writeStream.format("json")
+        .outputMode("append")
+        .option("path", paths.uri(folder))
+        .option("checkpointLocation", paths.uri(checkpoint))
+        .queryName("live_quarantine")
+        .trigger(**trigger)
+        .start()
+    )
 
 
 def start_scenario(spark, workdir: Path) -> dict:
-    """Show the scenario, then run each kind of window over it; returns what each sent, batch by batch."""
+    """Show the scenario, then run each kind of window over it; returns what each sent, batch
+    by batch."""
     banner("The scenario: eleven readings in four micro-batches")
     narration.print_table(
         ("batch", "reading", "sensor", "event time"),
@@ -207,7 +235,7 @@ def start_scenario(spark, workdir: Path) -> dict:
         ]
         for batch in SCENARIO
     ]
-    # A fresh start on every run (input and checkpoints under output/), so the tables never change.
+    # A fresh start on every run (input and checkpoints under output/): the tables never change.
     return demos.replay(
         spark,
         readings,
@@ -238,10 +266,9 @@ def print_scenario_output(runs: dict, label: str, title: str) -> None:
 def describe_window(row) -> str:
     """'SENSOR-1 [10:30:03, 10:30:17)  4 readings, avg 19.63: r2 r5 r8 r9'."""
     sensor = f"{row.sensor_id} " if "sensor_id" in row.__fields__ else ""
-    return (
-        f"{sensor}[{row[0]:%H:%M:%S}, {row[1]:%H:%M:%S})  {row.readings} reading{'s' * (row.readings > 1)}, "
-        f"avg {row.avg_temp}: {' '.join(f'r{reading_id}' for reading_id in row.reading_ids)}"
-    )
+    readings = f"{row.readings} reading{'s' * (row.readings > 1)}"
+    ids = " ".join(f"r{reading_id}" for reading_id in row.reading_ids)
+    return f"{sensor}[{row[0]:%H:%M:%S}, {row[1]:%H:%M:%S})  {readings}, avg {row.avg_temp}: {ids}"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -293,12 +320,23 @@ def main(argv: list[str] | None = None) -> None:
 
         banner(f"5. Live: tumbling windows per sensor on {paths.display(paths.SENSOR_DIR)}")
         with simulators.file_input_for_lesson(*SIMULATOR, paths.SENSOR_DIR, args) as files:
-            queries = start_live(
-                lines, checkpoint_root(LESSON, args), QUARANTINE_DIR, files.trigger(LIVE_TRIGGER)
+            checkpoints = checkpoint_root(LESSON, args)
+            trigger = files.trigger(LIVE_TRIGGER)
+            windows = start_live_windows(
+                build_live_windows(lines), checkpoints / "live_tumbling", trigger
             )
-            run_queries(queries, args, until=files.done)
-        say(f"""The live query {progress.read_in_batches(queries[0].recentProgress, "lines")}; lines quarantined (with their reason) in
-            {paths.display(QUARANTINE_DIR)}: {parsing.quarantine_summary(spark, QUARANTINE_DIR)}.
+            # The lines that are not readings, with their reason (lesson 03's quarantine).
+            quarantine = start_quarantine(
+                parsing.quarantined(lines, "source_file"),
+                QUARANTINE_DIR,
+                checkpoints / "quarantine",
+                trigger,
+            )
+            run_queries([windows, quarantine], args, until=files.done)
+        read = progress.read_in_batches(windows.recentProgress, "lines")
+        quarantine_summary = parsing.quarantine_summary(spark, QUARANTINE_DIR)
+        say(f"""The live query {read}; lines quarantined (with their reason) in
+            {paths.display(QUARANTINE_DIR)}: {quarantine_summary}.
             Its checkpoint remembers the files and the windows: run the lesson again to go on.""")
 
 

@@ -18,7 +18,7 @@ Run
 
 What you'll see
   The scenario and the state table are the same on every machine; the live part differs.
-    batch  reads (id@second)     drops late rows  closes windows  windows emitted [from,to) ids  dropped
+    batch  reads (id@second)     drops late rows  closes windows  windows emitted [from,to) ids  ...
     0      r1@03 r2@07 r3@12     -                -               -                              -
     1      r4@01 r5@24           -                10:30:02        -                              -
     2      r6@08 r7@31           10:30:02         10:30:14        [00,10) r1 r2 r4 r6            -
@@ -26,7 +26,7 @@ What you'll see
     4      r10@19 r11@26 r12@55  10:30:21         10:30:21        -                              r10
     5      (no new data)         10:30:21         10:30:45        [20,30) r5 r11                 -
                                                                   [30,40) r7
-  Spark's own count (numRowsDroppedByWatermark): 2 rows dropped; records missing from every window: 2.
+  Spark's own count (numRowsDroppedByWatermark): 2 rows dropped; records missing from every ...
   ...
     batch  state rows without watermark  state rows with watermark
     0      1                             1
@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
 
 from common import paths
 from common.schemas import SENSOR_SCHEMA
@@ -63,7 +64,7 @@ SCENARIO = [
     [(8, 9), (9, 13)],
     [(10, 19), (11, 26), (12, 55)],
 ]
-# The state comparison: in order, one new 10 s window per batch (two readings each), six batches.
+# The state comparison: six batches, each opening one new 10 s window (two readings, in order).
 STEADY = [[(10 * n + 1, 10 * n + 2), (10 * n + 2, 10 * n + 6)] for n in range(6)]
 # The live part: the rate source, each reading delayed by 0-30 s.
 LIVE_ROWS_PER_SECOND = 5
@@ -97,7 +98,8 @@ def to_readings(batches: list[list[tuple[int, float]]]) -> list[list[dict]]:
 def build_window_counts(
     readings: DataFrame, lateness_seconds: int | None = LATENESS_SECONDS
 ) -> DataFrame:
-    """Readings per 10 s window of event time; with a watermark unless ``lateness_seconds`` is None."""
+    """Readings per 10 s window of event time; with a watermark unless ``lateness_seconds`` is
+    None."""
     if lateness_seconds is not None:
         # The watermark must be set on the event-time column BEFORE the aggregation.
         readings = readings.withWatermark("event_time", f"{lateness_seconds} seconds")
@@ -117,28 +119,50 @@ def build_window_counts(
 
 
 def start_state_probes(spark, workdir) -> dict:
-    """The same windowed count over STEADY, without and with a watermark, into sinks that discard
-    the rows: only the state each keeps matters here. Input and checkpoints start afresh each run."""
+    """The same windowed count over STEADY, without and with a watermark, into sinks that
+    discard the rows: only the state each keeps matters here. Input and checkpoints start
+    afresh each run."""
     if workdir.exists():
         paths.remove_tree(workdir)
+    # One file per micro-batch (the scenario replay's reader): six batches, the same each run.
     readings = stream_batches(
         spark, write_batches(workdir / "input", to_readings(STEADY)), SENSOR_SCHEMA
     )
-    return {
-        label: build_window_counts(readings, lateness)
-        .writeStream.format("noop")
+    without_watermark = start_state_probe(
+        build_window_counts(readings, None), "without watermark", workdir
+    )
+    with_watermark = start_state_probe(
+        build_window_counts(readings, LATENESS_SECONDS), "with watermark", workdir
+    )
+    return {"without watermark": without_watermark, "with watermark": with_watermark}
+
+
+def start_state_probe(counts: DataFrame, label: str, workdir) -> StreamingQuery:
+    """Start ``counts`` into the noop sink, which discards every row; its progress still
+    reports the state the query keeps."""
+    name = label.replace(" ", "_")
+    return (
+        counts.writeStream.format("noop")
+        # Update mode: append mode refuses an aggregation without a watermark.
         .outputMode("update")
-        .option("checkpointLocation", paths.uri(workdir / label.replace(" ", "_")))
-        .queryName(f"state_{label.replace(' ', '_')}")
+        .option("checkpointLocation", paths.uri(workdir / name))
+        .queryName(f"state_{name}")
+        # Read the six files there, then stop.
         .trigger(availableNow=True)
         .start()
-        for label, lateness in (("without watermark", None), ("with watermark", LATENESS_SECONDS))
-    }
+    )
 
 
 def read_rate(spark) -> DataFrame:
     """LIVE_ROWS_PER_SECOND rows a second: (timestamp, value)."""
-    return spark.readStream.format("rate").option("rowsPerSecond", LIVE_ROWS_PER_SECOND).load()
+    return (
+        # The rate source makes rows out of nothing: a timestamp (when it was made) and a
+        # counter. No files, no broker: enough to watch a watermark move.
+        spark.readStream.format("rate")
+        # A steady pace, so the live part shows the same picture on every machine.
+        .option("rowsPerSecond", LIVE_ROWS_PER_SECOND)
+        .load()
+    )
 
 
 def build_delayed_readings(rate: DataFrame) -> DataFrame:
@@ -175,7 +199,8 @@ def build_live_windows(readings: DataFrame) -> DataFrame:
     )
 
 
-def start_live(windows: DataFrame, trigger: dict):
+def start_live(windows: DataFrame, trigger: dict) -> StreamingQuery:
+    """The live windows on the console, each printed again whenever a batch changes it."""
     # No checkpoint, on purpose: the rate source counts its rows from the time its checkpoint
     # was created, so a restart an hour later would emit an hour of rows at once.
     return (
@@ -192,11 +217,12 @@ def main(argv: list[str] | None = None) -> None:
     args = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, simulator=False).parse_args(argv)
     with lesson_session(LESSON, args) as spark:
         banner(
-            f"1. Late events: watermark {LATENESS_SECONDS} s, windows {WINDOW_SECONDS} s, append mode"
+            f"1. Late events: watermark {LATENESS_SECONDS} s, windows {WINDOW_SECONDS} s, "
+            "append mode"
         )
-        say("""Twelve readings arrive in five micro-batches. Times are seconds after 10:30:00: 'r6@08'
-            is reading 6, taken at 10:30:08, and [00,10) is the window from 10:30:00 to 10:30:10.
-            Each row below is one micro-batch, with the two watermarks it ran with.""")
+        say("""Twelve readings arrive in five micro-batches. Times are seconds after 10:30:00:
+            'r6@08' is reading 6, taken at 10:30:08, and [00,10) is the window from 10:30:00 to
+            10:30:10. Each row below is one micro-batch, with the two watermarks it ran with.""")
         windows = demos.Output(
             build_window_counts, "append", sort_key=lambda window: window.window_start
         )
@@ -240,19 +266,19 @@ def main(argv: list[str] | None = None) -> None:
             the stream runs.""")
 
         banner(
-            f"3. Live: rate source, delays up to {LIVE_MAX_DELAY_SECONDS} s, watermark {LIVE_LATENESS}, "
-            f"windows of {LIVE_WINDOW}"
+            f"3. Live: rate source, delays up to {LIVE_MAX_DELAY_SECONDS} s, "
+            f"watermark {LIVE_LATENESS}, windows of {LIVE_WINDOW}"
         )
-        say(f"""Update mode, so you see windows as they fill: in append mode a window would print only
-            once the latest event time is {LIVE_LATENESS} past its end. max_delay is the longest delay
-            of a reading in the window.""")
-        live = start_live(
-            build_live_windows(build_delayed_readings(read_rate(spark))),
-            pick_trigger(args, LIVE_TRIGGER),
-        )
+        say(f"""Update mode, so you see windows as they fill: in append mode a window would print
+            only once the latest event time is {LIVE_LATENESS} past its end. max_delay is the
+            longest delay of a reading in the window.""")
+        rate = read_rate(spark)
+        live_windows = build_live_windows(build_delayed_readings(rate))
+        live = start_live(live_windows, pick_trigger(args, LIVE_TRIGGER))
         run_queries([live], args)
-        say(f"""The live query {lateness.describe_progress(live.recentProgress)} Run with --duration 90 to see
-            the watermark pass the first windows and late rows dropped.""")
+        ran = lateness.describe_progress(live.recentProgress)
+        say(f"""The live query {ran} Run with --duration 90 to see the watermark pass the first
+            windows and late rows dropped.""")
 
 
 if __name__ == "__main__":

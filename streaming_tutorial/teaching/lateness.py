@@ -11,7 +11,8 @@ watermark can therefore still get in.
 - ``show_window_lateness(...)``: a replayed windowed count over labelled records, shown
   batch by batch (what each batch read, its two watermarks, the windows it emitted, the
   records it dropped) and drawn as a PNG (``plot_arrivals``).
-- ``dropped_by_watermark``, ``state_rows``, ``describe_progress``: read from a query's progress.
+- ``dropped_by_watermark``, ``state_rows``, ``describe_progress``: read from a query's
+  progress.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Callable, Sequence
 from common import paths
 from common.config import BASE_EVENT_TIME
 from common.timestamps import iso, parse_iso
+from teaching import plots
 from teaching.demos import records_as_text, short_time
 from teaching.microbatch import Run
 from teaching.narration import print_table
@@ -41,7 +43,8 @@ TOO_LATE_LABEL = "too late: its window was closed before this batch"
 
 
 def late_row_watermarks(run: Run) -> dict[int, str | None]:
-    """The watermark each micro-batch of ``run`` dropped late rows with: the previous batch's (batch 0: none)."""
+    """The watermark each micro-batch of ``run`` dropped late rows with: the previous batch's
+    (batch 0: none)."""
     marks = {p["batchId"]: p.get("eventTime", {}).get("watermark") for p in run.progress}
     return {batch.batch_id: marks.get(batch.batch_id - 1) for batch in run.batches}
 
@@ -90,12 +93,14 @@ def seconds_after(moment: datetime | str | None, base: datetime = BASE_EVENT_TIM
 
 
 def iso_after(seconds: float, base: datetime = BASE_EVENT_TIME) -> str:
-    """The reverse of ``seconds_after``: 12 -> '2025-01-15T10:30:12.000Z', as the simulators write times."""
+    """The reverse of ``seconds_after``: 12 -> '2025-01-15T10:30:12.000Z', as the simulators
+    write times."""
     return iso(base + timedelta(seconds=seconds))
 
 
 def dropped_by_watermark(progress: Sequence[dict]) -> int:
-    """Rows the stateful operators dropped as too late (numRowsDroppedByWatermark), over ``progress``."""
+    """Rows the stateful operators dropped as too late (numRowsDroppedByWatermark), over
+    ``progress``."""
     return sum(
         op.get("numRowsDroppedByWatermark", 0)
         for p in progress
@@ -113,7 +118,8 @@ def state_rows(progress: Sequence[dict]) -> dict[int, int]:
 
 
 def print_state_rows(progress_by_label: dict[str, Sequence[dict]]) -> None:
-    """A table of the state rows after each micro-batch, one column per query ('state rows <label>')."""
+    """A table of the state rows after each micro-batch, one column per query ('state rows
+    <label>')."""
     rows = {label: state_rows(progress) for label, progress in progress_by_label.items()}
     batches = sorted({batch for by_batch in rows.values() for batch in by_batch})
     print_table(
@@ -123,7 +129,8 @@ def print_state_rows(progress_by_label: dict[str, Sequence[dict]]) -> None:
 
 
 def describe_progress(progress: Sequence[dict]) -> str:
-    """One sentence on a query's run: rows read, micro-batches, rows dropped as late, last watermark."""
+    """One sentence on a query's run: rows read, micro-batches, rows dropped as late, last
+    watermark."""
     progress = batches_run(progress)
     mark = short_time(progress[-1].get("eventTime", {}).get("watermark")) if progress else ""
     return (
@@ -156,15 +163,16 @@ def show_window_lateness(
     """
     counted = {f"r{i}" for row in run.rows() for i in row[ids]}
     final = seconds_after(run.batches[-1].watermark) if run.batches else None
-    fates = {
-        f"r{i}": "counted"
-        if f"r{i}" in counted
-        else "dropped"
-        if final is not None and (second // window_seconds + 1) * window_seconds <= final
-        else "waiting"
-        for batch in scenario
-        for i, second in batch
-    }
+    fates: dict[str, str] = {}
+    for batch in scenario:
+        for i, second in batch:
+            window_end = (second // window_seconds + 1) * window_seconds
+            if f"r{i}" in counted:
+                fates[f"r{i}"] = "counted"
+            elif final is not None and window_end <= final:
+                fates[f"r{i}"] = "dropped"  # its window was closed: it can never be counted
+            else:
+                fates[f"r{i}"] = "waiting"
     labelled = [[(f"r{i}", second) for i, second in batch] for batch in scenario]
     print_table(
         (
@@ -192,8 +200,8 @@ def show_window_lateness(
     )
     missing = sum(fate == "dropped" for fate in fates.values())
     print(
-        f"Spark's own count (numRowsDroppedByWatermark): {dropped_by_watermark(run.progress)} rows dropped; "
-        f"records missing from every window: {missing}.",
+        f"Spark's own count (numRowsDroppedByWatermark): {dropped_by_watermark(run.progress)} "
+        f"rows dropped; records missing from every window: {missing}.",
         flush=True,
     )
     batches = replay_pictures(
@@ -211,8 +219,8 @@ def show_window_lateness(
         yticks=range(0, int(top) + 1, window_seconds),
     )
     print(
-        f"Saved {paths.display(saved)}: event time against arrival order, both watermarks of each batch, "
-        "the closed windows and the dropped records.",
+        f"Saved {paths.display(saved)}: event time against arrival order, both watermarks of "
+        "each batch, the closed windows and the dropped records.",
         flush=True,
     )
     return fates
@@ -220,7 +228,8 @@ def show_window_lateness(
 
 @dataclass
 class Arrival:
-    """One record in the picture: its label, its event time (the y value) and its fate (a key of STYLES)."""
+    """One record in the picture: its label, its event time (the y value) and its fate (a key
+    of STYLES)."""
 
     label: str
     event_time: float
@@ -229,7 +238,8 @@ class Arrival:
 
 @dataclass
 class BatchPicture:
-    """One micro-batch in the picture: the records it read, in arrival order, and its watermarks (y values)."""
+    """One micro-batch in the picture: the records it read, in arrival order, and its
+    watermarks (y values)."""
 
     batch_id: int
     arrivals: list[Arrival] = field(default_factory=list)
@@ -276,19 +286,15 @@ def plot_arrivals(
     ylim: tuple[float, float],
     yticks: Sequence[float] = (),
 ) -> Path:
-    """Save the picture of ``batches`` as a PNG at ``target`` (900 x 550 pixels) and return its path.
+    """Save the picture of ``batches`` at ``target``, a 900 x 550 PNG, and return its path.
 
     Each record is a point (event time against arrival order); each batch that read
     something gets its two watermarks as lines labelled with their values, and the band of
     event times that were already too late in it. A batch that read nothing gets no column.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")  # no display needed: write a PNG file
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(figsize=(9, 5.5), dpi=100)
-    bottom, position = ylim[0], 0
+    figure, axes = plots.new_figure(figsize=(9, 5.5), dpi=100)
+    bottom = ylim[0]  # where the batch labels go
+    position = 0  # the arrival order of the last record drawn
     for batch in (batch for batch in batches if batch.arrivals):
         first = position + 1
         for arrival in batch.arrivals:
@@ -310,7 +316,9 @@ def plot_arrivals(
                 xytext=(6, 4),
                 fontsize=8,
             )
-        left, right = first - 0.4, position + 0.4
+        # The batch's column: from just before its first record to just after its last.
+        left = first - 0.4
+        right = position + 0.4
         if batch.too_late_below is not None:
             axes.fill_between(
                 [left, right],
@@ -369,22 +377,19 @@ def plot_arrivals(
             fontsize=8,
             color="dimgray",
         )
-    handles = dict(zip(*reversed(axes.get_legend_handles_labels())))
+    handles, labels = axes.get_legend_handles_labels()
+    by_label = dict(zip(labels, handles, strict=True))
     order = [label for *_, label in STYLES.values()] + [
         LATE_ROWS_LABEL,
         CLOSING_LABEL,
         TOO_LATE_LABEL,
     ]
-    shown = [label for label in order if label in handles]
-    axes.legend([handles[label] for label in shown], shown, loc="upper left", fontsize=8)
+    shown = [label for label in order if label in by_label]
+    axes.legend([by_label[label] for label in shown], shown, loc="upper left", fontsize=8)
     axes.set_yticks(list(yticks))
     axes.grid(axis="y", color="lightgray", linewidth=0.6)
     axes.set_ylim(*ylim)
     axes.set_xlabel("arrival order")
     axes.set_ylabel(ylabel)
     axes.set_title(title)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    figure.tight_layout()
-    figure.savefig(target)
-    plt.close(figure)
-    return target
+    return plots.save_figure(figure, target)

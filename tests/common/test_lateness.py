@@ -1,4 +1,5 @@
-"""teaching.lateness: the two watermarks of each micro-batch, as a table and a picture (no JVM needed)."""
+"""teaching.lateness: the two watermarks of each micro-batch, as a table and a picture (no JVM
+needed)."""
 
 from __future__ import annotations
 

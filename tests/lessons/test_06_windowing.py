@@ -184,9 +184,9 @@ def test_lesson_06_runs_by_itself(course_home):
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
     assert (
-        "  tumbling  [10:30:00, 10:30:10)  3 readings, avg 20.0: r1 r2 r3\n            [10:30:10, 10:30:20)"
-        in out
-    )
+        "  tumbling  [10:30:00, 10:30:10)  3 readings, avg 20.0: r1 r2 r3\n"
+        "            [10:30:10, 10:30:20)"
+    ) in out
     assert "            SENSOR-1 [10:30:03, 10:30:17)  4 readings, avg 19.63: r2 r5 r8 r9\n" in out
     assert (
         "A session window in update mode fails:\n  [STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION]"

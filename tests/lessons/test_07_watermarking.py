@@ -75,7 +75,8 @@ def test_append_mode_emits_each_window_once_when_the_watermark_passes_its_end(sc
 
 def test_a_row_is_dropped_when_its_window_ended_by_the_previous_batchs_watermark(scenario_run):
     # r8@09 (window end 10:30:10 <= 10:30:14) in batch 3 and r10@19 (end 10:30:20 <= 10:30:21) in
-    # batch 4. Had batch 3 dropped rows with its own watermark (10:30:21), r9 (end 10:30:20) would be gone too.
+    # batch 4. Had batch 3 dropped rows with its own watermark (10:30:21), r9 (end 10:30:20)
+    # would be gone too.
     drops = [
         sum(op["numRowsDroppedByWatermark"] for op in p["stateOperators"])
         for p in scenario_run.progress

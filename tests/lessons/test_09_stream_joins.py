@@ -1,6 +1,6 @@
-"""Lesson 09 (stream joins): the catalogue join with a CSV and a Delta static side, the impressions/clicks
-join batch by batch, the CTR cutoff in any time zone, the live pipeline on files and Kafka, and the lesson
-run as a learner runs it.
+"""Lesson 09 (stream joins): the catalogue join with a CSV and a Delta static side, the
+impressions/clicks join batch by batch, the CTR cutoff in any time zone, the live pipeline on
+files and Kafka, and the lesson run as a learner runs it.
 """
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ import pytest
 from pyspark.sql import Row
 from pyspark.sql import functions as F
 
+from common import paths
 from common.parsing import valid_records
 from common.schemas import CLICK_SCHEMA, ECOMMERCE_EVENT_SCHEMA, IMPRESSION_SCHEMA
 from conftest import at, load_lesson, run_script
+from infra.errors import CourseError
 from infra.kafka import ensure_topics
 from infra.runner import finish
 from teaching.demos import replay, replay_streams, show_refusal
@@ -84,6 +86,19 @@ def test_a_delta_catalogue_is_read_at_its_latest_version_and_an_edited_csv_only_
     assert "P012,Sunglasses" in csv.read_text() and csv.read_text().endswith(
         "P013,Phone Case,Fashion,19.99\n"
     )
+
+
+def test_a_catalogue_copy_that_python_wrote_is_refused_when_spark_reads_remote_storage(
+    monkeypatch,
+):
+    # As --storage hdfs://... sets it: Spark would read the copy where Python never wrote it.
+    monkeypatch.setattr(paths, "STORAGE_ROOT", paths.COURSE_HOME)
+    monkeypatch.setattr(paths, "REMOTE_ROOT", "hdfs://nn:8020/course")
+
+    with pytest.raises(
+        CourseError, match="Spark reads hdfs://nn:8020/course/output/09_stream_joins,"
+    ):
+        lesson.read_catalogue_csv(None, paths.output_for("09_stream_joins") / "catalogue.csv")
 
 
 SCENARIO_WATERMARKS = [
@@ -188,7 +203,8 @@ def test_the_ctr_counts_impressions_settled_by_the_watermark_whatever_the_machin
 
 
 def generated_ads(count: int):
-    """The ad generator's events with a fixed base time, and the (impression, click) pairs within the bound."""
+    """The ad generator's events with a fixed base time, and the (impression, click) pairs
+    within the bound."""
     from data_generators.generate_ad_events import make_ad_events
 
     impressions, clicks = make_ad_events(count, base_time=BASE_TIME)
