@@ -236,7 +236,8 @@ def silent_listener():
 
 @pytest.fixture
 def topic(kafka_bootstrap):
-    """topic("name") -> a Kafka topic name unique to this test; all of them are deleted afterwards."""
+    """topic("name") -> a Kafka topic name unique to this test; all of them are deleted
+    afterwards."""
     from infra.kafka import delete_topics
 
     suffix = uuid.uuid4().hex[:8]
@@ -257,10 +258,13 @@ def kafka_report_header() -> str:
     configured = os.environ.get(KAFKA_BOOTSTRAP_ENV, "").strip()
     if configured:
         return (
-            f"kafka: the tests use the cluster in {KAFKA_BOOTSTRAP_ENV}={configured} (set by you) and create "
-            "their topics there; unset it to let them start a broker of their own"
+            f"kafka: the tests use the cluster in {KAFKA_BOOTSTRAP_ENV}={configured} (set by you) "
+            "and create their topics there; unset it to let them start a broker of their own"
         )
-    return "kafka: the tests start a broker of their own (free ports, data in the run's temporary folder)"
+    return (
+        "kafka: the tests start a broker of their own "
+        "(free ports, data in the run's temporary folder)"
+    )
 
 
 # --- Two workers, one Spark session
@@ -311,7 +315,8 @@ def grouping_problem(config) -> str | None:
     if getattr(config.option, "dist", "no") != "loadgroup" or len(jvm_test_workers) <= 1:
         return None
     return (
-        f"the Spark and Kafka tests ran on {len(jvm_test_workers)} workers ({', '.join(sorted(jvm_test_workers))}), "
+        f"the Spark and Kafka tests ran on {len(jvm_test_workers)} workers "
+        f"({', '.join(sorted(jvm_test_workers))}), "
         "each with its own session: xdist_group did not group them. Check the pytest and "
         "pytest-xdist versions against requirements.txt."
     )
@@ -456,9 +461,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             "FAILED: the test run changed the learner's files", sep="!", red=True, bold=True
         )
         terminalreporter.write_line(
-            f"These paths under {LEARNER_ROOT} changed during the test run. Tests must write only into "
-            "temporary folders and use their own Kafka broker (a lesson or simulator you ran meanwhile "
-            "would explain it too):",
+            f"These paths under {LEARNER_ROOT} changed during the test run. Tests must write only "
+            "into temporary folders and use their own Kafka broker (a lesson or simulator you ran "
+            "meanwhile would explain it too):",
             red=True,
         )
         for line in changes[:50]:

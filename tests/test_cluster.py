@@ -103,7 +103,8 @@ def test_a_stateful_lesson_runs_on_the_cluster_with_the_same_results(cluster, co
     ), out[-2000:]
     assert "|USER-2011|closed|6 |1 |749.97 |2025-01-15 10:32:23|" in out
     assert re.search(
-        r"Lines quarantined with their reason in \S+/output/12_stateful_processing/quarantine: none",
+        r"Lines quarantined with their reason in \S+/output/"
+        r"12_stateful_processing/quarantine: none",
         out,
     )
     # It ran on the cluster's executor, and its shuffle partitions follow the cluster's 2 cores.

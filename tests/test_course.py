@@ -127,7 +127,8 @@ def test_ci_runs_the_readme_test_command_then_the_crash_lane_then_the_tour_twice
 
 
 def collected(*args: str) -> list[str]:
-    """The test ids pytest (with pytest.ini) selects under tests/hardening for ``args``, without running them."""
+    """The test ids pytest (with pytest.ini) selects under tests/hardening for ``args``, without
+    running them."""
     result = subprocess.run(
         [
             sys.executable,

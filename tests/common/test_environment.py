@@ -1,4 +1,5 @@
-"""infra.environment.check_java: the advice a learner reads when Java is missing, a stub, or too old.
+"""infra.environment.check_java: the advice a learner reads when Java is missing, a stub, or too
+old.
 
 Each test puts a fake `java` script first on an otherwise empty PATH: no JDK runs.
 """
@@ -21,7 +22,8 @@ OLD_MACOS_STUB_OUTPUT = "No Java runtime present, requesting install.\n"
 
 
 def fake_java(folder: Path, stderr: str, exit_code: int) -> Path:
-    """A `java` that prints ``stderr`` to stderr and exits with ``exit_code``, as the real one does."""
+    """A `java` that prints ``stderr`` to stderr and exits with ``exit_code``, as the real one
+    does."""
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / "java"
     # cat by its full path: the tests leave only the fake java on PATH.

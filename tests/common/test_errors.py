@@ -1,4 +1,5 @@
-"""infra.errors.explain: advice only for exact Spark error classes, --reset only for a checkpoint that no longer fits.
+"""infra.errors.explain: advice only for exact Spark error classes, --reset only for a checkpoint
+that no longer fits.
 
 Pure Python: the errors are stand-ins shaped like pyspark's (getCondition(), a '[CLASS]'
 message, a wrapped cause), with the message text Spark 4.2 really uses, read from the
@@ -34,12 +35,14 @@ def spark_error_conditions() -> dict:
 
 
 def wrapped(advice: str) -> str:
-    """The advice paragraph as explain() returns it: wrapped for a terminal, words and flags kept whole."""
+    """The advice paragraph as explain() returns it: wrapped for a terminal, words and flags kept
+    whole."""
     return textwrap.fill(advice, width=78, break_long_words=False, break_on_hyphens=False)
 
 
 def condition_messages(condition: str) -> list[str] | None:
-    """The message lines of 'CLASS' or 'CLASS.SUBCLASS' (a subclass adds its lines to its class's), or None."""
+    """The message lines of 'CLASS' or 'CLASS.SUBCLASS' (a subclass adds its lines to its class's),
+    or None."""
     main, _, sub = condition.partition(".")
     entry = spark_error_conditions().get(main)
     if entry is None or not sub:
@@ -49,7 +52,8 @@ def condition_messages(condition: str) -> list[str] | None:
 
 
 def spark_message(condition: str) -> str:
-    """'[CLASS] message' as Spark prints it (legacy classes have no prefix), placeholders left in."""
+    """'[CLASS] message' as Spark prints it (legacy classes have no prefix), placeholders left
+    in."""
     text = "\n".join(condition_messages(condition))
     return text if condition.startswith("_LEGACY_") else f"[{condition}] {text} SQLSTATE: XXKST"
 

@@ -1,4 +1,5 @@
-"""The check that the test run leaves the learner's files alone (conftest.py, last section) can fail.
+"""The check that the test run leaves the learner's files alone (conftest.py, last section) can
+fail.
 
 The run compares snapshots of the learner's data/, checkpoints/, output/ and .runtime/ taken
 before and after it; these tests show the comparison sees an added, a changed and a removed
@@ -24,7 +25,8 @@ def write(path, text: str, mtime_ns: int = OLD) -> None:
 
 
 def age_folders(root) -> None:
-    """Give every folder under ``root`` the fixed old time: a later change inside is then always visible."""
+    """Give every folder under ``root`` the fixed old time: a later change inside is then always
+    visible."""
     for folder in [path for path in root.rglob("*") if path.is_dir()]:
         os.utime(folder, ns=(OLD, OLD))
 

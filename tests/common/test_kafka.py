@@ -1,7 +1,8 @@
-"""Kafka from the client side: reaching a broker, topics, advice for failures, and the producer simulator.
+"""Kafka from the client side: reaching a broker, topics, advice for failures, and the producer
+simulator.
 
-The ``kafka_bootstrap`` fixture (conftest.py) provides the test run's own broker; the ``topic`` fixture
-gives every test topics with a fresh suffix and deletes them afterwards.
+The ``kafka_bootstrap`` fixture (conftest.py) provides the test run's own broker; the ``topic``
+fixture gives every test topics with a fresh suffix and deletes them afterwards.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The course's own Kafka broker: finding or starting one for a lesson, its jars, and local_kafka.py.
+"""The course's own Kafka broker: finding or starting one for a lesson, its jars, and
+local_kafka.py.
 
 The ``kafka_test_broker`` fixture (conftest.py) is the test run's own broker (None when the user
 set KAFKA_BOOTSTRAP_SERVERS); ``kafka_bootstrap`` is its address; the ``topic`` fixture gives

@@ -1,9 +1,10 @@
-"""Your own Kafka cluster's security settings: the environment mapped to Spark's options, kafka-python's
-and confluent-kafka's arguments, the combinations refused, nothing applied to the course's own broker,
-and the password in no message.
+"""Your own Kafka cluster's security settings: the environment mapped to Spark's options,
+kafka-python's and confluent-kafka's arguments, the combinations refused, nothing applied to the
+course's own broker, and the password in no message.
 
 Pure Python, with the environment passed in, except two checks: Kafka's own parser reads the login
-setting back (the session's JVM), and an explicit PLAINTEXT still reads a topic (the test run's broker).
+setting back (the session's JVM), and an explicit PLAINTEXT still reads a topic (the test run's
+broker).
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ def no_notes_yet(monkeypatch):
 
 
 def cluster(**variables: str) -> dict[str, str]:
-    """An environment with KAFKA_BOOTSTRAP_SERVERS=CLUSTER and KAFKA_<name>=value for each keyword."""
+    """An environment with KAFKA_BOOTSTRAP_SERVERS=CLUSTER and KAFKA_<name>=value for each
+    keyword."""
     return {
         config.KAFKA_BOOTSTRAP_ENV: CLUSTER,
         **{f"KAFKA_{name}": value for name, value in variables.items()},
@@ -133,7 +135,8 @@ def test_kafka_option_variables_reach_spark_only():
 
 
 def test_kafkas_own_parser_reads_the_login_back(spark):
-    """The quoting is Kafka's: its JaasConfig parses the setting and returns the user and password exactly."""
+    """The quoting is Kafka's: its JaasConfig parses the setting and returns the user and password
+    exactly."""
     parsed = spark._jvm.org.apache.kafka.common.security.JaasConfig(
         "KafkaClient", jaas_config("PLAIN", "api-key", PASSWORD)
     )
@@ -228,8 +231,9 @@ def test_without_kafka_bootstrap_servers_the_variables_are_left_out_and_said_so_
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err == (
-        "Note: KAFKA_SECURITY_PROTOCOL, KAFKA_SASL_MECHANISM, KAFKA_SASL_USERNAME, KAFKA_SASL_PASSWORD, "
-        "KAFKA_OPTION_SASL_JAAS_CONFIG are set but KAFKA_BOOTSTRAP_SERVERS is not: the course's own broker at "
+        "Note: KAFKA_SECURITY_PROTOCOL, KAFKA_SASL_MECHANISM, KAFKA_SASL_USERNAME, "
+        "KAFKA_SASL_PASSWORD, KAFKA_OPTION_SASL_JAAS_CONFIG are set but KAFKA_BOOTSTRAP_SERVERS "
+        "is not: the course's own broker at "
         f"{own} speaks plaintext, so they are not used.\n"
     )
     assert librdkafka_options(own, environ) == {"bootstrap.servers": own}
@@ -248,7 +252,8 @@ def test_another_address_than_kafka_bootstrap_servers_is_spoken_to_in_plaintext(
 def test_an_explicit_plaintext_protocol_still_sends_and_reads_a_topic(
     spark, kafka_bootstrap, topic, monkeypatch
 ):
-    """The test run's broker is KAFKA_BOOTSTRAP_SERVERS, so the variable applies: kafka-python sends, Spark reads."""
+    """The test run's broker is KAFKA_BOOTSTRAP_SERVERS, so the variable applies: kafka-python
+    sends, Spark reads."""
     monkeypatch.setenv("KAFKA_SECURITY_PROTOCOL", "PLAINTEXT")
     assert spark_options(kafka_bootstrap)["kafka.security.protocol"] == "PLAINTEXT"
     name = topic("plaintext")

@@ -285,8 +285,9 @@ def test_reset_that_cannot_reach_the_store_names_the_command(on_hdfs):
         storage.delete(fs.spark(), paths.checkpoint_for("03_file_streaming"))
 
     assert str(refused.value) == (
-        f"--reset could not delete {HDFS}/checkpoints/03_file_streaming through Spark (No FileSystem for scheme "
-        f"\"hdfs\"). Delete it yourself, e.g. 'hdfs dfs -rm -r -f {HDFS}/checkpoints/03_file_streaming' (or your "
+        f"--reset could not delete {HDFS}/checkpoints/03_file_streaming through Spark "
+        '(No FileSystem for scheme "hdfs"). Delete it yourself, e.g. '
+        f"'hdfs dfs -rm -r -f {HDFS}/checkpoints/03_file_streaming' (or your "
         "object store's own tool), then run the lesson again without --reset."
     )
 

@@ -14,7 +14,10 @@ from infra.processes import PROC, group_members, group_stats
 
 
 def test_a_group_is_its_living_processes_and_none_once_they_are_killed():
-    script = "import subprocess, sys, time; subprocess.Popen(['sleep', '60']); print('ready', flush=True); time.sleep(60)"
+    script = (
+        "import subprocess, sys, time; subprocess.Popen(['sleep', '60']); "
+        "print('ready', flush=True); time.sleep(60)"
+    )
     leader = subprocess.Popen(
         [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, start_new_session=True
     )

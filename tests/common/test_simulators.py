@@ -1,5 +1,5 @@
-"""infra.simulators: a file lesson watches its folder (with a simulator) or reads what is there once;
-a server simulator is listening before the lesson connects, or the lesson says what to do."""
+"""infra.simulators: a file lesson watches its folder (with a simulator) or reads what is there
+once; a server simulator is listening before the lesson connects, or the lesson says what to do."""
 
 from __future__ import annotations
 
@@ -125,8 +125,9 @@ def test_no_server_and_no_simulator_says_how_to_start_one(monkeypatch):
             pytest.fail("the block must not run without a server")
 
     assert str(advice.value) == (
-        f"Nothing accepts connections on 127.0.0.1:{port}, so the lesson cannot read from it. Start the server in "
-        f"a second terminal with 'python data_generators/socket_server.py --port {port}', then run the lesson "
+        f"Nothing accepts connections on 127.0.0.1:{port}, so the lesson cannot read from it. "
+        "Start the server in a second terminal with "
+        f"'python data_generators/socket_server.py --port {port}', then run the lesson "
         "again; or run the lesson without --no-simulator and it starts the server itself."
     )
 

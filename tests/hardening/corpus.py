@@ -75,7 +75,8 @@ class Dataset:
     sample: dict  # one good record, as the simulator writes it
 
     def line(self, **changes) -> str:
-        """The sample as one JSON line, with ``changes``: a value, a ``Raw`` text, or ``...`` to leave a field out."""
+        """The sample as one JSON line, with ``changes``: a value, a ``Raw`` text, or ``...`` to
+        leave a field out."""
         record = {
             key: value for key, value in {**self.sample, **changes}.items() if value is not ...
         }
@@ -109,8 +110,9 @@ class Case:
     )  # the Kafka values, when not simply lines()
 
     def lines(self) -> list[bytes]:
-        """The file's lines as Spark's text source reads them: .gz decompressed, a leading BOM skipped,
-        split at \\n, \\r\\n or \\r (a last line without one counts; a final line end adds no line)."""
+        """The file's lines as Spark's text source reads them: .gz decompressed, a leading BOM
+        skipped, split at \\n, \\r\\n or \\r (a last line without one counts; a final line end adds
+        no line)."""
         data = gzip.decompress(self.data) if self.name.endswith(".gz") else self.data
         return data.removeprefix(BOM).splitlines()
 
@@ -118,7 +120,8 @@ class Case:
         return list(self.messages) if self.messages is not None else self.lines()
 
     def good(self, lines: list[bytes], schema: StructType) -> list[dict]:
-        """The rows the good ones of ``lines`` must give: each read by Python's json, the schema's fields."""
+        """The rows the good ones of ``lines`` must give: each read by Python's json, the schema's
+        fields."""
         limit = sys.getrecursionlimit()
         sys.setrecursionlimit(
             max(limit, 3 * MAX_JSON_DEPTH)
@@ -147,7 +150,8 @@ class Case:
 
 
 def spark_value(value, kind):
-    """A JSON value as PySpark returns the field: a timestamp as a naive datetime in the (pinned UTC) zone."""
+    """A JSON value as PySpark returns the field: a timestamp as a naive datetime in the (pinned
+    UTC) zone."""
     if value is None:
         return None
     if isinstance(kind, TimestampType):
@@ -175,8 +179,8 @@ def text_case(
 
 
 def binary_gzip(seed: bytes) -> bytes:
-    """Gzip bytes holding no line end, so a source that does not decompress them sees exactly one line.
-    (zlib's output varies between builds; the first padding that fits is taken.)"""
+    """Gzip bytes holding no line end, so a source that does not decompress them sees exactly one
+    line. (zlib's output varies between builds; the first padding that fits is taken.)"""
     for padding in range(1000):
         data = gzip.compress(seed + b" " * padding + b"\n", mtime=0)
         if b"\n" not in data and b"\r" not in data:
@@ -336,7 +340,8 @@ def deep(levels: int) -> Raw:
 
 
 def corpus(data: Dataset) -> list[Case]:
-    """Every case for one dataset: what the file lessons (and, as messages, the Kafka lesson) may meet."""
+    """Every case for one dataset: what the file lessons (and, as messages, the Kafka lesson) may
+    meet."""
     good = data.line()
     crlf_lines = [(good, None), (data.line(category="Home"), None), ("not json", NOT_JSON)]
     bom_lines = [(BOM + good.encode(), None), (good, None)]

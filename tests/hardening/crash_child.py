@@ -1,14 +1,15 @@
-"""The process test_kill_cycles.py kills: one file input streamed into Delta, a SQLite database and a file sink.
+"""The child test_kill_cycles.py kills: one file input streamed into Delta, SQLite and a file sink.
 
-    python tests/hardening/crash_child.py --root <folder> wait     # run until killed (the kill cycles)
-    python tests/hardening/crash_child.py --root <folder> finish   # read what is there, then stop
+    python tests/hardening/crash_child.py --root <folder> wait    # run until killed (kill cycles)
+    python tests/hardening/crash_child.py --root <folder> finish  # read what is there, then stop
 
 Two queries on the same input folder, each with its own checkpoint under ``<root>/checkpoints``:
 
-- ``batches``: foreachBatch, each micro-batch into a Delta table (``txnAppId``/``txnVersion``, as lesson 16)
-  and then into a database table (lesson 10's ``apply_batch_once``, its guard: the batch id is
-  claimed in the same transaction as the rows). Each write is ``crash.pausable``, labelled "delta" and
-  "database", so the parent can stop the child before Delta, between the two, or after both.
+- ``batches``: foreachBatch, each micro-batch into a Delta table (``txnAppId``/``txnVersion``, as
+  lesson 16) and then into a database table (lesson 10's ``apply_batch_once``, its guard: the batch
+  id is claimed in the same transaction as the rows). Each write is ``crash.pausable``, labelled
+  "delta" and "database", so the parent can stop the child before Delta, between the two, or after
+  both.
 - ``files``: the file sink (JSON), which makes a batch visible through its ``_spark_metadata`` log.
 
 One input file per micro-batch (maxFilesPerTrigger 1): a kill cycle's new files are several batches,
@@ -65,7 +66,8 @@ def read_records(spark, where):
 
 
 def write_delta(batch, batch_id: int, where) -> None:
-    """Append once per (query id, batch id): Delta skips a txnVersion it has committed for this app id."""
+    """Append once per (query id, batch id): Delta skips a txnVersion it has committed for this app
+    id."""
     app_id = query_id(batch)
     batch.write.format("delta").mode("append").option("txnAppId", app_id).option(
         "txnVersion", batch_id
@@ -73,7 +75,8 @@ def write_delta(batch, batch_id: int, where) -> None:
 
 
 def write_database(batch, batch_id: int, where) -> None:
-    """One row per record, in one transaction with the claim of the batch id: a replay changes nothing."""
+    """One row per record, in one transaction with the claim of the batch id: a replay changes
+    nothing."""
     app_id = query_id(batch)
     rows = [(row.record_id, batch_id) for row in batch.select("record_id").collect()]
     LESSON_10.apply_batch_once(

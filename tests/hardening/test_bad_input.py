@@ -1,6 +1,6 @@
-"""Bad input through the course's sources: every line of the corpus (corpus.py) is either a good row,
-exactly as Python's own json reads it, or quarantined with its exact reason; good + quarantined =
-lines in; nothing crashes.
+"""Bad input through the course's sources: every line of the corpus (corpus.py) is either a good
+row, exactly as Python's own json reads it, or quarantined with its exact reason; good + quarantined
+= lines in; nothing crashes.
 
 One streaming query over a folder holding every file case (lesson 03's transactions), one over
 a Kafka topic holding the same lines as messages (lesson 08's shop events), and the field rules
@@ -127,8 +127,9 @@ def test_every_schema_quarantines_by_its_own_rules(spark, data):
 def run_through_the_source(
     spark, lines, schema, checkpoint, *, source: str
 ) -> tuple[dict, dict, int]:
-    """One availableNow query: lines -> parse_json -> valid_records | quarantined, both collected in each
-    micro-batch. Returns ({source: good rows}, {source: [(reason, raw_line)]}, lines Spark read)."""
+    """One availableNow query: lines -> parse_json -> valid_records | quarantined, both collected in
+    each micro-batch. Returns ({source: good rows}, {source: [(reason, raw_line)]}, lines Spark
+    read)."""
     good, bad = defaultdict(list), defaultdict(list)
 
     def collect(batch, batch_id: int) -> None:
@@ -152,14 +153,16 @@ def run_through_the_source(
 
 
 def expected_bad(case: Case, lines: list[bytes]) -> list[tuple[str, str]]:
-    """(reason, raw line) as they reach Python: bytes that are not UTF-8 become U+FFFD on the way."""
+    """(reason, raw line) as they reach Python: bytes that are not UTF-8 become U+FFFD on the
+    way."""
     return [(reason, line.decode("utf-8", errors="replace")) for reason, line in case.bad(lines)]
 
 
 def check_every_case(
     cases: list[Case], lines_of, good: dict, bad: dict, lines_read: int, source: str
 ) -> None:
-    """Each case's good rows and (reason, raw line)s exactly, in order; and good + quarantined = lines in."""
+    """Each case's good rows and (reason, raw line)s exactly, in order; and good + quarantined =
+    lines in."""
     schema = TRANSACTIONS.schema if source == "source_file" else SHOP_EVENTS.schema
     for case in cases:
         rows = [

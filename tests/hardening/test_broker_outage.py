@@ -1,17 +1,19 @@
-"""A Kafka broker outage under a running query (Kafka -> Delta): it waits, or fails with the course's advice;
-after the broker is back (and a restart from the checkpoint), every message is in the table once.
+"""A Kafka broker outage under a running query (Kafka -> Delta): it waits, or fails with the
+course's advice; after the broker is back (and a restart from the checkpoint), every message is in
+the table once.
 
-A broker of its own (free ports, data in the test's folder), never the suite's shared one: the test stops
-it twice. Messages are produced before, during (a producer keeps them while the broker is down and
-delivers them once it is back) and after each outage, and counted by id in the Delta table:
+A broker of its own (free ports, data in the test's folder), never the suite's shared one: the test
+stops it twice. Messages are produced before, during (a producer keeps them while the broker is down
+and delivers them once it is back) and after each outage, and counted by id in the Delta table:
 
 - a short outage: the broker is stopped and started again while the query runs. The query waits (its
   offset requests retry for Kafka's default.api.timeout.ms, a minute) and goes on by itself;
-- a long outage: the query gives up and fails. Spark tries three times to get the latest offsets, each
-  attempt waiting Kafka's default.api.timeout.ms (a minute: about three minutes with the defaults); this
-  query asks for 3 s so it fails in about ten seconds, with the same error ("Timed out waiting for a
-  node assignment"). ``infra.kafka.explain_failure`` turns it into the course's advice; the broker comes back and a
-  restart on the same checkpoint reads on from where the query stopped.
+- a long outage: the query gives up and fails. Spark tries three times to get the latest offsets,
+  each attempt waiting Kafka's default.api.timeout.ms (a minute: about three minutes with the
+  defaults); this query asks for 3 s so it fails in about ten seconds, with the same error ("Timed
+  out waiting for a node assignment"). ``infra.kafka.explain_failure`` turns it into the course's
+  advice; the broker comes back and a restart on the same checkpoint reads on from where the query
+  stopped.
 """
 
 from __future__ import annotations
@@ -93,8 +95,8 @@ def own_broker(home):
 
 
 class Producer:
-    """Sends numbered messages (key and value "M-0001", ...); a send while the broker is down waits in the
-    producer until the broker is back (idempotent: a retried send is written once)."""
+    """Sends numbered messages (key and value "M-0001", ...); a send while the broker is down waits
+    in the producer until the broker is back (idempotent: a retried send is written once)."""
 
     def __init__(self, bootstrap: str):
         from kafka import KafkaProducer
@@ -133,7 +135,8 @@ class Producer:
 
 
 def start_copy(spark, bootstrap: str, table, checkpoint, options: dict | None = None):
-    """Kafka -> Delta (each message's id), as lesson 08 reads a topic; the Delta sink commits a batch once."""
+    """Kafka -> Delta (each message's id), as lesson 08 reads a topic; the Delta sink commits a
+    batch once."""
     raw = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)
@@ -152,7 +155,8 @@ def start_copy(spark, bootstrap: str, table, checkpoint, options: dict | None = 
 
 
 def asking_for_offsets(query) -> bool:
-    """The query is inside a trigger, waiting for the source's latest offsets (MicroBatchExecution's status)."""
+    """The query is inside a trigger, waiting for the source's latest offsets (MicroBatchExecution's
+    status)."""
     status = query.status
     return status["isTriggerActive"] and status["message"].startswith("Getting offsets from")
 

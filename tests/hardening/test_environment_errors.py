@@ -1,4 +1,5 @@
-"""Environment errors: each one a paragraph that says what to do, within seconds, never a bare Java trace.
+"""Environment errors: each one a paragraph that says what to do, within seconds, never a bare Java
+trace.
 
 The cases of the hardening issue: a busy port (socket, Kafka), an unreachable broker, Java missing
 or too old, an incompatible checkpoint, an output or checkpoint folder Spark cannot write (no
@@ -261,7 +262,8 @@ def test_a_folder_another_user_owns_is_refused():
         check = (
             f"import sys; sys.path.insert(0, {str(code)!r}); "
             "from infra.environment import folder_problem; "
-            f"print(folder_problem(__import__('pathlib').Path({str(folder / 'output')!r}), 'output folder'))"
+            "print(folder_problem("
+            f"__import__('pathlib').Path({str(folder / 'output')!r}), 'output folder'))"
         )
         as_nobody = (
             ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
@@ -300,7 +302,8 @@ def test_a_writable_folder_passes(tmp_path):
 
 
 class JavaError(Exception):
-    """A pyspark error as Spark raised it: its message, its condition, the (converted) JVM cause in _cause."""
+    """A pyspark error as Spark raised it: its message, its condition, the (converted) JVM cause in
+    _cause."""
 
     def __init__(
         self, message: str, condition: str | None = None, cause: BaseException | None = None
@@ -313,12 +316,14 @@ class JavaError(Exception):
 
 
 def stream_failed(inner: str, *causes: str) -> JavaError:
-    """A StreamingQueryException with the chain of causes pyspark converts (each 'class: message')."""
+    """A StreamingQueryException with the chain of causes pyspark converts (each 'class:
+    message')."""
     chain = None
     for cause in reversed(causes):
         chain = JavaError(cause, cause=chain)
     return JavaError(
-        f"[STREAM_FAILED] Query [id = d154a5d8, runId = 8934dfbd] terminated with exception: {inner} "
+        "[STREAM_FAILED] Query [id = d154a5d8, runId = 8934dfbd] terminated with exception: "
+        f"{inner} "
         "SQLSTATE: XXKST\n=== Streaming Query ===\nIdentifier: [id = d154a5d8, runId = 8934dfbd]",
         "STREAM_FAILED",
         chain,
@@ -335,7 +340,8 @@ OUTPUT_DISK_FULL = stream_failed(
     "58030",
     "org.apache.spark.SparkException: [TASK_WRITE_FAILED] Task failed while writing rows to "
     "file:/tmp/envcap/mnt/out. SQLSTATE: 58030",
-    "org.apache.parquet.util.AutoCloseables$ParquetCloseResourceException: Unable to close resource",
+    "org.apache.parquet.util.AutoCloseables$ParquetCloseResourceException: "
+    "Unable to close resource",
     "org.apache.hadoop.fs.FSError: java.io.IOException: No space left on device",
     "java.io.IOException: No space left on device",
 )
@@ -380,7 +386,8 @@ CHECKPOINT_NOT_YOURS = JavaError(
         (
             OUTPUT_READ_ONLY,
             "Spark could not write "
-            "/tmp/envcap/mnt/out/part-00000-385e98f9-0cec-42e2-81e8-cfcb502fb48e-c000.snappy.parquet: "
+            "/tmp/envcap/mnt/out/part-00000-385e98f9-0cec-42e2-81e8-cfcb502fb48e-c000.snappy"
+            ".parquet: "
             "that file system is read-only",
         ),
         (

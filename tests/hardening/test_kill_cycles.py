@@ -1,12 +1,13 @@
-"""Seeded kill -9 cycles: one child streams the same files into Delta, a database and a file sink, killed at random.
+"""Seeded kill -9 cycles: one child streams the same files into Delta, a database and a file sink,
+killed at random.
 
-Each cycle adds input files, starts ``crash_child.py`` on the same checkpoints and SIGKILLs its whole
-process group (JVM included) at a point drawn from a seeded ``random.Random``: after a random delay
-(anywhere: planning, a Spark job, a Delta commit, the file sink's part files or its metadata log), or
-paused by ``crash.pausable`` before the Delta write, between Delta and the database, or after both
-before Spark's commit, at a random batch of the cycle. After the last cycle one clean availableNow
-run (in the test's session) finishes the input, and every sink is counted against it by record id:
-0 lost, 0 duplicated.
+Each cycle adds input files, starts ``crash_child.py`` on the same checkpoints and SIGKILLs its
+whole process group (JVM included) at a point drawn from a seeded ``random.Random``: after a random
+delay (anywhere: planning, a Spark job, a Delta commit, the file sink's part files or its metadata
+log), or paused by ``crash.pausable`` before the Delta write, between Delta and the database, or
+after both before Spark's commit, at a random batch of the cycle. After the last cycle one clean
+availableNow run (in the test's session) finishes the input, and every sink is counted against it by
+record id: 0 lost, 0 duplicated.
 
 A failure names its seed. The seed fixes the plan: how many files each cycle adds, the order of
 the kinds of kill, the delays. Where a drawn point lands also depends on how far the last child got
@@ -54,7 +55,8 @@ def seed_and_cycles() -> tuple[int, int]:
 
 @dataclass
 class Kill:
-    """Where a cycle's kill lands: after ``delay`` seconds, or at ``pause`` ("label@point") of ``batch``."""
+    """Where a cycle's kill lands: after ``delay`` seconds, or at ``pause`` ("label@point") of
+    ``batch``."""
 
     new_files: int
     delay: float | None = None
@@ -70,15 +72,16 @@ class Kill:
 
 
 def draw_kinds(rng: random.Random, cycles: int) -> list[str]:
-    """Each cycle's kind of kill: every kind once in the first cycles (in a random order), then any."""
+    """Each cycle's kind of kill: every kind once in the first cycles (in a random order), then
+    any."""
     return rng.sample(KINDS, len(KINDS))[:cycles] + [
         rng.choice(KINDS) for _ in range(cycles - len(KINDS))
     ]
 
 
 def draw_kill(rng: random.Random, kind: str, first_batch: int, pending_files: int) -> Kill:
-    """The cycle's new files and its kill point. A pause names a batch this cycle is sure to run: one
-    batch per input file the batches query has not committed, from ``first_batch`` on."""
+    """The cycle's new files and its kill point. A pause names a batch this cycle is sure to run:
+    one batch per input file the batches query has not committed, from ``first_batch`` on."""
     new_files = rng.randint(1, MAX_NEW_FILES)
     if kind == "delay":
         return Kill(new_files, delay=round(rng.uniform(0.0, MAX_DELAY_SECONDS), 1))
@@ -86,13 +89,15 @@ def draw_kill(rng: random.Random, kind: str, first_batch: int, pending_files: in
 
 
 def next_batch(checkpoint: Path) -> int:
-    """The first batch id a restart runs that is not committed yet (one batch per file: also the files read)."""
+    """The first batch id a restart runs that is not committed yet (one batch per file: also the
+    files read)."""
     last = checkpoints.last_commit(checkpoint)
     return 0 if last is None else last + 1
 
 
 def add_files(where, seed: int, first_file: int, count: int) -> list[str]:
-    """``count`` new input files of RECORDS_PER_FILE records each, a pure function of the seed; their ids."""
+    """``count`` new input files of RECORDS_PER_FILE records each, a pure function of the seed;
+    their ids."""
     ids = []
     for number in range(first_file, first_file + count):
         records = crash.numbered_records(
@@ -107,7 +112,8 @@ def add_files(where, seed: int, first_file: int, count: int) -> list[str]:
 
 
 def drained(where) -> bool:
-    """The batches query has planned and committed every input file: no drawn batch is still to come.
+    """The batches query has planned and committed every input file: no drawn batch is still to
+    come.
 
     The file source logs a batch's files (sources/0/N) while planning it, BEFORE offsets/ names the
     batch: "planned" means the last offsets file covers the source log's last entry.
@@ -163,7 +169,8 @@ def run_cycle(where, root: Path, cycle: int, kill: Kill) -> str:
 
 
 def file_sink_rows(spark, folder: Path) -> tuple[list[str], int]:
-    """The file sink's ids as its _spark_metadata log lists them, and the lines of every part file on disk."""
+    """The file sink's ids as its _spark_metadata log lists them, and the lines of every part file
+    on disk."""
     committed = (
         spark.read.schema(crash_child.SCHEMA).json(str(folder)).select("record_id").collect()
     )
@@ -174,7 +181,7 @@ def file_sink_rows(spark, folder: Path) -> tuple[list[str], int]:
 
 
 @pytest.mark.crash
-def test_kill_cycles_at_random_points_lose_and_duplicate_nothing_in_delta_a_database_and_a_file_sink(
+def test_kill_cycles_at_random_points_lose_and_duplicate_nothing_in_delta_a_database_and_file_sink(
     spark, tmp_path, capsys
 ):
     seed, cycles = seed_and_cycles()

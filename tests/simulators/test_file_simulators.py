@@ -1,4 +1,5 @@
-"""The four file simulators as a learner runs them: the same flags, reproducible files, clean stops."""
+"""The four file simulators as a learner runs them: the same flags, reproducible files, clean
+stops."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ BASE = "2025-01-15T10:30:00Z"
 
 
 class FileSimulator:
-    """One simulator script, where it writes under data/, and the flags for a small run of 3 batches."""
+    """One simulator script, where it writes under data/, and the flags for a small run of 3
+    batches."""
 
     def __init__(self, script: str, folder: str, small_run: list[str]):
         self.script, self.folder, self.small_run = f"data_generators/{script}", folder, small_run

@@ -1,4 +1,5 @@
-"""initial_setup.py: the promised folders and sample data, the menu, the environment check, reset."""
+"""initial_setup.py: the promised folders and sample data, the menu, the environment check,
+reset."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The one loop every file simulator writes with (infra.simfiles): atomic, in order, paced, stoppable.
+"""The one loop every file simulator writes with (infra.simfiles): atomic, in order, paced,
+stoppable.
 
 The atomicity tests slow the disk down instead of racing a reader against the clock:
 ``Path.write_text`` is replaced by one that writes in small chunks and lets a reader look
@@ -54,7 +55,8 @@ class Reader:
 
 @pytest.fixture
 def slow_disk(monkeypatch, tmp_path):
-    """A watched folder, the files to write into it, and a Reader that looks after every chunk written."""
+    """A watched folder, the files to write into it, and a Reader that looks after every chunk
+    written."""
     folder = tmp_path / "watched"
     files = [big_file(number) for number in range(3)]
     reader = Reader(folder, {file.name: file.text for file in files})
