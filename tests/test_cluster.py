@@ -18,9 +18,9 @@ import pytest
 
 from common import config, session
 from conftest import ROOT, free_port, load_lesson, run_script, silent_listener
-from tools import cluster as standalone
 from infra.kafka import end_offsets, ensure_topics
 from infra.processes import group_members
+from tools import cluster as standalone
 
 pytestmark = pytest.mark.xdist_group(
     "jvm"

@@ -129,7 +129,7 @@ class Case:
         try:
             records = [
                 json.loads(line.decode("utf-8-sig"))
-                for line, outcome in zip(lines, self.outcomes)
+                for line, outcome in zip(lines, self.outcomes, strict=True)
                 if outcome is None
             ]
         finally:
@@ -145,7 +145,9 @@ class Case:
     def bad(self, lines: list[bytes]) -> list[tuple[str, bytes]]:
         """(reason, raw line) of each bad one of ``lines``, in order."""
         return [
-            (outcome, line) for line, outcome in zip(lines, self.outcomes) if outcome is not None
+            (outcome, line)
+            for line, outcome in zip(lines, self.outcomes, strict=True)
+            if outcome is not None
         ]
 
 

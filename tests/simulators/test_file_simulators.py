@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -138,7 +139,7 @@ def test_files_written_back_to_back_still_have_increasing_mtimes(name, course_ho
     mtimes = [path.stat().st_mtime_ns for path in files]
     assert len(files) >= 30
     assert sorted(files) == sorted(folder.rglob("*.json"))
-    assert all(later - earlier >= 1_000_000 for earlier, later in zip(mtimes, mtimes[1:]))
+    assert all(later - earlier >= 1_000_000 for earlier, later in pairwise(mtimes))
 
 
 @pytest.mark.smoke

@@ -8,6 +8,7 @@ import os
 import pty
 import subprocess
 import sys
+from itertools import pairwise
 
 import pytest
 
@@ -52,7 +53,7 @@ def test_sample_data_is_exactly_the_promised_files_and_reruns_identically(course
         assert all(len(path.read_text().splitlines()) == LINES_PER_FILE[folder] for path in files)
         # The file source reads new files in modification-time order, compared in milliseconds.
         mtimes = [path.stat().st_mtime_ns for path in files]
-        assert all(later - earlier >= 1_000_000 for earlier, later in zip(mtimes, mtimes[1:]))
+        assert all(later - earlier >= 1_000_000 for earlier, later in pairwise(mtimes))
     assert [
         broken_lines(data / "input_stream" / name) for name in SAMPLE_FILES["input_stream"]
     ] == [[], [], [5, 10]]

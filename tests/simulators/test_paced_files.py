@@ -14,6 +14,7 @@ import re
 import signal
 import subprocess
 import sys
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -123,9 +124,7 @@ def test_files_get_increasing_modification_times_in_the_order_written(tmp_path):
     # The file source compares modification times in milliseconds: tiny files written
     # back to back would tie and could be read out of order.
     mtimes = [path.stat().st_mtime_ns for path in written]
-    assert all(
-        later - earlier >= simfiles.MTIME_STEP_NS for earlier, later in zip(mtimes, mtimes[1:])
-    )
+    assert all(later - earlier >= simfiles.MTIME_STEP_NS for earlier, later in pairwise(mtimes))
 
 
 def test_one_progress_line_per_file_with_its_note(tmp_path, capsys):

@@ -10,6 +10,7 @@ import csv
 import json
 from collections import Counter
 from datetime import timedelta
+from itertools import pairwise
 
 import pytest
 from pyspark.sql import functions as F
@@ -91,9 +92,7 @@ def test_ecommerce_events_follow_the_funnel():
     assert set(kinds) == {"view", "cart", "purchase"}
     assert kinds["view"] > kinds["cart"] > kinds["purchase"] > 0
     assert parse_iso(events[0]["timestamp"]) == config.BASE_EVENT_TIME
-    gaps = [
-        parse_iso(b["timestamp"]) - parse_iso(a["timestamp"]) for a, b in zip(events, events[1:])
-    ]
+    gaps = [parse_iso(b["timestamp"]) - parse_iso(a["timestamp"]) for a, b in pairwise(events)]
     assert all(timedelta(seconds=1) <= gap <= timedelta(seconds=4) for gap in gaps)
     viewed, carted = set(), set()
     for event in events:
