@@ -1,4 +1,8 @@
-"""common.parsing: every JSON record is either a good row or quarantined with its reason."""
+"""common.parsing: every JSON record is either a good row or quarantined with its reason.
+
+The lines come from lesson 03's file source (the lesson that teaches the parse); the
+quarantine sink is written out here, as the lessons write theirs.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +14,12 @@ from common.parsing import (
     quarantine_counts,
     quarantine_summary,
     quarantined,
-    read_json_lines,
-    read_products,
-    start_quarantine,
     valid_records,
 )
+from conftest import load_lesson
 from infra.files import write_atomically
+
+LESSON_03 = load_lesson("03_file_streaming")
 
 SCHEMA = StructType(
     [
@@ -64,7 +68,7 @@ def test_good_plus_quarantined_is_every_line(parsed):
 
 def test_file_lines_carry_their_file_name(spark, tmp_path):
     write_atomically(tmp_path / "in", "one.json", GOOD + "\n{broken\n")
-    lines = read_json_lines(spark, tmp_path / "in")
+    lines = LESSON_03.read_transactions(spark, tmp_path / "in")
     query = (
         parse_json(lines, SCHEMA)
         .writeStream.format("memory")
@@ -81,12 +85,6 @@ def test_file_lines_carry_their_file_name(spark, tmp_path):
     ]
 
 
-def test_the_catalogue_reads_with_its_schema(spark):
-    products = read_products(spark)
-    assert products.columns == ["product_id", "product_name", "category", "list_price"]
-    assert products.count() > 0
-
-
 def test_the_quarantine_sink_keeps_each_bad_line_once_across_runs(spark, tmp_path):
     write_atomically(tmp_path / "in", "one.json", GOOD + "\n{broken\n\n")
     folder = tmp_path / "quarantine"
@@ -94,11 +92,16 @@ def test_the_quarantine_sink_keeps_each_bad_line_once_across_runs(spark, tmp_pat
     assert quarantine_summary(spark, folder) == "none"
 
     def run_once() -> None:
-        bad = quarantined(
-            parse_json(read_json_lines(spark, tmp_path / "in"), SCHEMA), "source_file"
-        )
-        query = start_quarantine(
-            bad, folder, tmp_path / "cp", {"availableNow": True}, name="test_quarantine"
+        lines = LESSON_03.read_transactions(spark, tmp_path / "in")
+        bad = quarantined(parse_json(lines, SCHEMA), "source_file")
+        query = (
+            bad.writeStream.format("json")
+            .outputMode("append")
+            .option("path", str(folder))
+            .option("checkpointLocation", str(tmp_path / "cp"))
+            .trigger(availableNow=True)
+            .queryName("test_quarantine")
+            .start()
         )
         query.awaitTermination()
         assert query.exception() is None

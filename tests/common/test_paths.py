@@ -292,9 +292,6 @@ def test_reset_that_cannot_reach_the_store_names_the_command(on_hdfs):
     )
 
 
-def test_a_catalogue_copy_that_python_wrote_is_refused_but_the_shipped_one_is_read(on_hdfs):
-    from common import parsing
-
-    with pytest.raises(CourseError, match=f"Spark reads {HDFS}/output/09_stream_joins,"):
-        parsing.read_products(None, paths.output_for("09_stream_joins") / "catalogue.csv")
+def test_the_shipped_catalogue_stays_local_with_remote_storage(on_hdfs):
+    # A copy that Python wrote under output/ is refused: lesson 09's test of read_catalogue_csv.
     assert not paths.is_remote(paths.PRODUCTS_CSV)

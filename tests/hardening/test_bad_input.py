@@ -24,16 +24,10 @@ from corpus import (
     corpus,
     field_cases,
 )
+from pyspark.sql import functions as F
 
-from common.parsing import (
-    kafka_text,
-    parse_json,
-    quarantined,
-    read_json_lines,
-    read_kafka,
-    valid_records,
-)
-from infra.kafka import ensure_topics
+from common.parsing import parse_json, quarantined, valid_records
+from infra.kafka import ensure_topics, security_options
 from infra.runner import finish, foreach_batch
 
 # kafka-python 3.0 loads its protocol schemas with importlib.resources calls that Python 3.11
@@ -189,9 +183,15 @@ def test_every_file_case_is_a_good_row_or_quarantined_with_its_reason(spark, tmp
     for case in cases:  # all there before the query starts: no half-written file is listed
         (folder / case.name).write_bytes(case.data)
 
+    # Lesson 03's source, with no limit on the files per batch: one batch holds every case.
+    lines = (
+        spark.readStream.format("text")
+        .load(str(folder))
+        .withColumn("source_file", F.col("_metadata.file_name"))
+    )
     good, bad, lines_read = run_through_the_source(
         spark,
-        read_json_lines(spark, folder),
+        lines,
         TRANSACTIONS.schema,
         tmp_path / "checkpoint",
         source="source_file",
@@ -231,7 +231,16 @@ def test_every_kafka_message_is_a_good_row_or_quarantined_with_its_reason(
     finally:
         producer.close()
 
-    raw = kafka_text(read_kafka(spark, kafka_bootstrap, name))
+    # Lesson 08's source, with no limit on the offsets per batch; key and value as text.
+    raw = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", kafka_bootstrap)
+        .options(**security_options(kafka_bootstrap))
+        .option("subscribe", name)
+        .option("startingOffsets", "earliest")
+        .load()
+        .select(F.col("key").cast("string"), F.col("value").cast("string"))
+    )
     good, bad, lines_read = run_through_the_source(
         spark, raw, SHOP_EVENTS.schema, tmp_path / "checkpoint", source="key"
     )
