@@ -12,9 +12,11 @@ jars come from Maven Central on first use and are cached.
 
 Other commands:
     python course.py install   # only create .venv and install requirements
-    python course.py cluster start|status|stop   # a Spark standalone cluster on 127.0.0.1 (README: Beyond one machine)
+    python course.py cluster start|status|stop   # a Spark standalone cluster on 127.0.0.1
+                                                 # (README: Beyond one machine)
     python course.py tour --from 05 --to 07   # part of the tour
-    python course.py tour --again   # run every lesson twice: fresh, then as a learner coming back (CI does)
+    python course.py tour --again   # run every lesson twice: fresh, then as a learner coming
+                                    # back (CI does)
     python course.py test -k windowing         # extra arguments go to pytest
 """
 
@@ -133,7 +135,8 @@ def lesson_scripts() -> list[Path]:
 
 
 def plan_tour(python: Path, first: int, last: int, *, again: bool = False) -> list[Step]:
-    """The tour's steps: setup, then lessons first..last, with the broker step just before the first Kafka lesson.
+    """The tour's steps: setup, then lessons first..last, with the broker step just before the
+    first Kafka lesson.
 
     Each lesson's first run uses --reset, so a tour repeats exactly. With ``again`` a second
     run follows at once, without --reset: the learner who comes back to a lesson.
@@ -153,7 +156,8 @@ def plan_tour(python: Path, first: int, last: int, *, again: bool = False) -> li
 
 
 def local_kafka_port() -> int:
-    """The course broker's port, read when called (LOCAL_KAFKA_PORT, as local_kafka.py and the lessons read it)."""
+    """The course broker's port, read when called (LOCAL_KAFKA_PORT, as local_kafka.py and the
+    lessons read it)."""
     return int(os.environ.get("LOCAL_KAFKA_PORT", config.LOCAL_KAFKA_PORT))
 
 
@@ -209,7 +213,8 @@ def port_taken_advice(port: int) -> str:
 
 
 def kafka_for_tour(python: Path) -> bool:
-    """Make sure the Kafka lessons find a broker; True when the tour started the course's own (and stops it)."""
+    """Make sure the Kafka lessons find a broker; True when the tour started the course's own
+    (and stops it)."""
     configured = os.environ.get(config.KAFKA_BOOTSTRAP_ENV, "").strip()
     if configured:
         print(

@@ -5,7 +5,7 @@ Run it with the course's Python (``python course.py tour`` does it for you):
   python initial_setup.py                 # in a terminal: a menu; otherwise = --sample-data
   python initial_setup.py --sample-data   # folders + the sample data every lesson can start from
   python initial_setup.py --folders       # only data/, checkpoints/ and output/
-  python initial_setup.py --reset         # empty checkpoints/ and output/ (start every lesson afresh)
+  python initial_setup.py --reset         # empty checkpoints/ and output/ (lessons start afresh)
   python initial_setup.py --check         # only check Python, Java and pyspark
 
 The sample data is the same on every machine (seed 42, first event at

@@ -60,8 +60,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"Stopped the course's Kafka broker at {broker.bootstrap}.")
             elif kafka.answers(broker.bootstrap):
                 print(
-                    f"A Kafka broker answers at {broker.bootstrap}, but it was not started from this "
-                    "course folder: stop it where you started it (e.g. 'docker compose down')."
+                    f"A Kafka broker answers at {broker.bootstrap}, but it was not started from "
+                    "this course folder: stop it where you started it (e.g. 'docker compose down')."
                 )
             else:
                 print("The course's Kafka broker is not running.")

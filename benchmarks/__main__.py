@@ -205,7 +205,10 @@ def main(argv: list[str] | None = None) -> int:
     if "stateful" in chosen and "state_stores" in chosen:
         from benchmarks import plots
 
-        note = f"{size.name} run, {results.info['machine']['cores']} cores, {time.strftime('%Y-%m-%d')}"
+        note = (
+            f"{size.name} run, {results.info['machine']['cores']} cores, "
+            f"{time.strftime('%Y-%m-%d')}"
+        )
         plots.draw(results.figures, plots_dir, note)
     print(table(results.figures, TARGETS, SHOWN))
     print(f"\n{len(results.figures)} figures in {written} ({results.info['seconds']} s)")

@@ -1,8 +1,8 @@
 """The same queries on ``local[2]`` and on a standalone cluster of 1 worker x 2 cores, side by side.
 
 Run (from the project root, on a quiet machine; about 2 minutes on 2 cores)
-  python -m benchmarks.cluster                 # prints a table, writes output/benchmarks/cluster.json
-  python -m benchmarks.cluster --samples 5     # fewer micro-batches per figure
+  python -m benchmarks.cluster               # prints a table, writes output/benchmarks/cluster.json
+  python -m benchmarks.cluster --samples 5   # fewer micro-batches per figure
 
 It starts the course's standalone cluster on free loopback ports in a temporary course
 home (``python course.py cluster start`` as a learner would, then ``stop``), and runs each
@@ -45,7 +45,8 @@ SPARK_DEFAULT_PARTITIONS = (
 
 
 def child(master: str, samples: int, workdir: Path, partitions: int | None = None) -> dict:
-    """One side's figures, measured in this process; ``partitions`` set explicitly, else the course's choice."""
+    """One side's figures, measured in this process; ``partitions`` set explicitly, else the
+    course's choice."""
     from pyspark.sql import functions as F
 
     from benchmarks import stateful

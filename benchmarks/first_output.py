@@ -1,4 +1,4 @@
-"""Time to first output: launch a lesson with a cold JVM (warm jar caches) until its first printed batch.
+"""Time to first output: from launching a lesson (cold JVM, warm jar caches) to its first batch.
 
 Lesson 01 (rate source -> console) runs as a learner runs it, a fresh Python process with an
 empty course home of its own; the clock runs from launch until stdout shows its first

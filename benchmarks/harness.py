@@ -177,7 +177,8 @@ def reports(query) -> list[dict]:
 
 
 def data_batches(query) -> list[dict]:
-    """Reports of micro-batches that read rows (idle reports and empty batches left out), by batch id."""
+    """Reports of micro-batches that read rows (idle reports and empty batches left out), by
+    batch id."""
     seen = {}
     for report in reports(query):
         if report["numInputRows"] > 0 and "addBatch" in report["durationMs"]:
@@ -201,13 +202,14 @@ def wait_for_batches(query, count: int, timeout: float) -> list[dict]:
 
 
 def batch_times(query, warm_up: int, measured: int, timeout: float) -> list[float]:
-    """``durationMs.triggerExecution`` of ``measured`` micro-batches after ``warm_up`` dropped ones."""
+    """``durationMs.triggerExecution`` of ``measured`` micro-batches after ``warm_up`` dropped
+    ones."""
     batches = wait_for_batches(query, warm_up + measured, timeout)
     return [batch["durationMs"]["triggerExecution"] for batch in batches[warm_up:]]
 
 
 def stop(query) -> None:
-    """Stop ``query`` between two micro-batches (stopping one mid-batch logs the writers' aborts)."""
+    """Stop ``query`` between two micro-batches (stopping mid-batch logs the writers' aborts)."""
     from infra.runner import stop_between_batches
 
     try:
@@ -253,7 +255,7 @@ class Target:
 
 
 def table(figures: dict, targets: Sequence[Target], shown: Sequence[str]) -> str:
-    """name | value | target | met? for the headline figures (and every figure that has a target)."""
+    """name | value | target | met? for the headline figures (and every figure with a target)."""
     by_key = {target.key: target for target in targets}
     rows = [("figure", "value", "target", "met?")]
     for key in shown:

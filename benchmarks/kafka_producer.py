@@ -1,15 +1,17 @@
-"""Kafka producers on the same real broker: the course's kafka-python settings against confluent-kafka.
+"""Kafka producers on one real broker: the course's kafka-python settings against confluent-kafka.
 
-N small messages in all, over several rounds (about 100 bytes of JSON, keyed, like the course's events) sent as fast as
-each client can, timed from the first send until the broker has acknowledged the last
-(``flush``). Each client gets a fresh topic with one partition. Messages are built before
-the clock starts, so the figure is the client's and the broker's, not the JSON encoder's.
+N small messages in all, over several rounds (about 100 bytes of JSON, keyed, like the course's
+events) sent as fast as each client can, timed from the first send until the broker has
+acknowledged the last (``flush``). Each client gets a fresh topic with one partition. Messages
+are built before the clock starts, so the figure is the client's and the broker's, not the JSON
+encoder's.
 
 - ``producer_msgs_per_s``: kafka-python with ``data_generators/kafka_producer.py``'s settings
   for a producer that races (``PRODUCER_SETTINGS`` and ``RACING_SETTINGS`` there).
 - ``producer_confluent_msgs_per_s``: confluent-kafka (librdkafka, C) with its defaults plus
   the same acks.
-- ``producer_kafka_python_<variant>_msgs_per_s`` (full run): what the course's settings were chosen from.
+- ``producer_kafka_python_<variant>_msgs_per_s`` (full run): what the course's settings were
+  chosen from.
 """
 
 from __future__ import annotations

@@ -65,7 +65,8 @@ def main(argv: list[str] | None = None) -> None:
                     )
                 )
                 print(
-                    f"{partitions:>18} | {stats.p50:>15.0f} | {stats.min:>6.0f} | {stats.max:>6.0f}",
+                    f"{partitions:>18} | {stats.p50:>15.0f} | "
+                    f"{stats.min:>6.0f} | {stats.max:>6.0f}",
                     flush=True,
                 )
     finally:

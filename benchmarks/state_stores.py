@@ -1,4 +1,4 @@
-"""State stores: HDFS-backed (Spark's default) against RocksDB with changelog checkpointing, by state size.
+"""State stores by size: HDFS-backed (Spark's default) against RocksDB with changelog checkpointing.
 
 For each size (10k, 100k, 1M keys) the input is a folder of Parquet files read one per
 micro-batch: the first file holds every key once (it fills the state), each later file

@@ -1,4 +1,4 @@
-"""A stateful micro-batch: the course's session settings against Spark's defaults, and what else lowers it.
+"""A stateful micro-batch: the course's settings against Spark's defaults, and what else lowers it.
 
 The query: a rate source at a fixed rate into ``groupBy(key).count()``, update mode, into
 the noop sink (it computes every row and writes nothing), micro-batch after micro-batch.

@@ -22,7 +22,10 @@ from common import paths
 from infra.kafka import recreate_topics, spark_options
 
 TOPIC = "bench-throughput"
-SCHEMA = "event_id STRING, user_id STRING, event_type STRING, product_id STRING, price DOUBLE, ts TIMESTAMP"
+SCHEMA = (
+    "event_id STRING, user_id STRING, event_type STRING, product_id STRING, price DOUBLE, "
+    "ts TIMESTAMP"
+)
 BATCH_TIMEOUT = 120
 
 

@@ -11,7 +11,8 @@ bound, so the lesson can show that they are not matched.
 Run (in a second terminal, while lesson 09 runs with --source files --no-simulator)
   python data_generators/generate_ad_events.py
   python data_generators/generate_ad_events.py --count 1000 --interval 0.5 --late-fraction 0.1
-  python data_generators/generate_ad_events.py --output-dir /tmp/ads   # /tmp/ads/impressions, /tmp/ads/clicks
+  python data_generators/generate_ad_events.py --output-dir /tmp/ads
+      # writes /tmp/ads/impressions and /tmp/ads/clicks
 
 Files go to data/ad_events/impressions/ and data/ad_events/clicks/ (or under
 --output-dir), one pair per ``--batch-size`` impressions, written atomically (a
@@ -214,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
 def ad_files(
     chunks: list[tuple[list[dict], list[dict]]], base_time: datetime, seed: int
 ) -> Iterator[list[SimFile]]:
-    """One batch per chunk: its impressions file, then its clicks file (an empty one is left out)."""
+    """One batch per chunk: its impressions file, then its clicks file (an empty one left out)."""
     # The run's base time and seed in every name: a second run adds files instead of
     # replacing ones a streaming query has already read (it would ignore those).
     stamp = f"{base_time.astimezone(timezone.utc):%Y%m%dT%H%M%SZ}-s{seed}"

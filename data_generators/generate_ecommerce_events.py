@@ -8,7 +8,8 @@ The analytics lessons read this folder; each file is renamed into it complete.
 Run (in a second terminal, from anywhere):
   python data_generators/generate_ecommerce_events.py                 # 5 files, one every 5 s
   python data_generators/generate_ecommerce_events.py --count 30 --interval 2 --events-per-file 50
-  python data_generators/generate_ecommerce_events.py --seed 7 --output-dir /tmp/shop   # another shop
+  python data_generators/generate_ecommerce_events.py --seed 7 --output-dir /tmp/shop
+      # another shop
 
 Same --seed and --base-time, same bytes. Numbering continues after the files already
 in the folder.
@@ -121,7 +122,7 @@ def make_ecommerce_events(
 
 
 def plan_session(rng: random.Random, products: list[dict]) -> list[dict]:
-    """One shopper's visit: views, then maybe a cart, then maybe a purchase (without ids or times)."""
+    """One shopper's visit: views, then maybe a cart, maybe a purchase (without ids or times)."""
     user_id = f"USER-{2000 + rng.randrange(USERS)}"
     viewed = [rng.choice(products) for _ in range(rng.randint(1, MAX_VIEWS_PER_SESSION))]
     steps = [(product, "view", 1) for product in viewed]

@@ -10,7 +10,7 @@ readings a watermark still accepts and which it drops. About 3% of readings are 
 Run (in a second terminal, from anywhere):
   python data_generators/generate_sensor_data.py                  # 5 files, one every 5 s
   python data_generators/generate_sensor_data.py --late-fraction 0.3 --max-lateness 120
-  python data_generators/generate_sensor_data.py --late-fraction 0 --disorder 0   # perfectly in order
+  python data_generators/generate_sensor_data.py --late-fraction 0 --disorder 0   # all in order
   python data_generators/generate_sensor_data.py --seed 7 --output-dir /tmp/sensors
 
 Same --seed and --base-time, same bytes. Numbering continues after the files already
@@ -129,7 +129,8 @@ def make_sensor_readings(
     disorder_seconds: float = 5,
     start: int = 0,
 ) -> list[dict]:
-    """Readings ``start`` .. ``start + count - 1`` in ARRIVAL order (reading_id = arrival number, 1-based).
+    """Readings ``start`` .. ``start + count - 1`` in ARRIVAL order (reading_id = arrival
+    number, 1-based).
 
     Reading i was taken at base_time + i s, minus a delay: up to ``disorder_seconds``
     for most, between ``disorder_seconds`` + 1 and ``max_lateness_seconds`` for a

@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
 def produce(
     bootstrap: str, messages: list[Message], args, base_time: datetime, rate: float
 ) -> None:
-    """Create the topics if missing, send the messages at ``rate``, and say what Kafka acknowledged."""
+    """Create the topics if missing, send the messages at ``rate``, say what Kafka acknowledged."""
     from infra import kafka
 
     topics = list(dict.fromkeys(message.topic for message in messages))
@@ -140,7 +140,8 @@ def produce(
     deliveries = send_messages(bootstrap, messages, rate=rate, progress=show_progress)
     broken = sum(delivery.message.malformed for delivery in deliveries)
     print(
-        f"Done: {len(deliveries)} messages acknowledged by Kafka ({broken} deliberately malformed).",
+        f"Done: {len(deliveries)} messages acknowledged by Kafka "
+        f"({broken} deliberately malformed).",
         flush=True,
     )
 
@@ -331,7 +332,8 @@ def send_messages(
     rate: float = 0.0,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[Delivery]:
-    """Send ``messages`` in order, ``rate`` per second (0 = as fast as possible); return where each landed.
+    """Send ``messages`` in order, ``rate`` per second (0 = as fast as possible); return where
+    each landed.
 
     Always flushes before returning, also on Ctrl-C or SIGTERM: what was handed to the
     producer reaches Kafka. A broker that does not acknowledge raises CourseError.

@@ -158,7 +158,10 @@ def port_advice(host: str, port: int, error: OSError) -> str:
             f"Stop it (Ctrl-C in its terminal), or use --port N here and give the lesson the same "
             f"port."
         )
-    return f"Cannot listen on {host}:{port}: {error.strerror or error}. Try another --port (1024-65535)."
+    return (
+        f"Cannot listen on {host}:{port}: {error.strerror or error}. "
+        "Try another --port (1024-65535)."
+    )
 
 
 def wait_for_client(server: socket.socket, host: str, port: int) -> socket.socket:
@@ -218,7 +221,8 @@ def serve_typed_lines(client: socket.socket) -> None:
 
 
 def wait_or_gone(client: socket.socket, seconds: float | None) -> bool:
-    """Wait up to ``seconds`` (None: forever); raise ClientGone if the client closes. False on timeout."""
+    """Wait up to ``seconds`` (None: forever); raise ClientGone if the client closes. False on
+    timeout."""
     deadline = None if seconds is None else time.monotonic() + seconds
     while True:
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())

@@ -105,7 +105,8 @@ def train(workload: tuple[str, ...] = TRAINING, timeout: float = 600) -> str | N
             timeout=timeout,
         )
         if result.returncode != 0:
-            return f"the training run failed: {(result.stderr.strip().splitlines() or ['no message'])[-1]}"
+            last_line = (result.stderr.strip().splitlines() or ["no message"])[-1]
+            return f"the training run failed: {last_line}"
         jvm_pid = int(result.stdout.split("jvm-pid: ", 1)[1].split()[0])
         deadline = time.monotonic() + WRITE_SECONDS
         while (

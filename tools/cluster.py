@@ -1,8 +1,8 @@
-"""A real Spark standalone cluster on this machine: one master and one worker, from the installed pyspark.
+"""A real Spark standalone cluster on this machine: one master, one worker, from installed pyspark.
 
     python course.py cluster start [--cores 2] [--memory 2g] [--port 7077]   # master + worker
-    python course.py cluster status                                         # URL, UIs, workers, cores
-    python course.py cluster stop                                           # both, and their executors
+    python course.py cluster status   # URL, UIs, workers, cores
+    python course.py cluster stop     # both, and their executors
 
 Then run any lesson on it, unchanged::
 
@@ -100,7 +100,8 @@ def recorded() -> Cluster | None:
 
 
 def running_pids() -> dict[str, int]:
-    """{role: pid} of the daemons whose PID files name a live process group (stale files are removed)."""
+    """{role: pid} of the daemons whose PID files name a live process group (stale files are
+    removed)."""
     alive = {}
     for role in ROLES:
         try:
@@ -115,7 +116,8 @@ def running_pids() -> dict[str, int]:
 
 
 def master_state(cluster: Cluster, timeout: float = 2.0) -> dict | None:
-    """The master's own view (its web UI's /json/ page): workers, cores, applications; None if it does not answer."""
+    """The master's own view (its web UI's /json/ page): workers, cores, applications; None if
+    it does not answer."""
     try:
         with urllib.request.urlopen(f"{cluster.master_ui}/json/", timeout=timeout) as answer:
             return json.load(answer)
@@ -215,7 +217,7 @@ def _ports_in_use(cluster: Cluster) -> list[int]:
 def start(
     cluster: Cluster = Cluster(), *, say=print, timeout: float = START_TIMEOUT_SECONDS
 ) -> Cluster:
-    """Start master and worker and wait until the master counts the worker's cores; return the cluster.
+    """Start master and worker, wait until the master counts the worker's cores; return the cluster.
 
     When the course's cluster already runs, say so and return it as it was started.
     """
@@ -298,10 +300,16 @@ def describe(cluster: Cluster) -> str:
 def status() -> str:
     cluster, pids = recorded(), running_pids()
     if not pids or cluster is None:
-        return "The course's Spark cluster is not running. Start it with: python course.py cluster start"
+        return (
+            "The course's Spark cluster is not running. "
+            "Start it with: python course.py cluster start"
+        )
     state = master_state(cluster)
     if state is None:
-        return f"The course's Spark daemons run (PIDs {pids}) but the master does not answer.\n{describe(cluster)}"
+        return (
+            f"The course's Spark daemons run (PIDs {pids}) but the master does not answer.\n"
+            f"{describe(cluster)}"
+        )
     workers = [worker for worker in state.get("workers", []) if worker.get("state") == "ALIVE"]
     apps = [app.get("name", "?") for app in state.get("activeapps", [])]
     return (

@@ -44,7 +44,8 @@ BASE_EVENT_TIME = datetime(2025, 1, 15, 10, 30, tzinfo=timezone.utc)
 
 
 def local_kafka_port() -> int:
-    """The local broker's client port, read when called (local_kafka.py --port and the tests set it late)."""
+    """The local broker's client port, read when called (local_kafka.py --port and the tests set
+    it late)."""
     return int(os.environ.get(LOCAL_KAFKA_PORT_ENV, DEFAULT_LOCAL_KAFKA_PORT))
 
 

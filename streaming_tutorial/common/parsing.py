@@ -73,7 +73,8 @@ QUARANTINE_SCHEMA = (
 
 
 def read_json_lines(spark, folder: Path, *, max_files_per_trigger: int | None = None) -> DataFrame:
-    """Each line of the folder's files as text (``value``), with the file it came from (``source_file``)."""
+    """Each line of the folder's files as text (``value``), with the file it came from
+    (``source_file``)."""
     # No checkpointLocation here: it is an option of writeStream. On a reader Spark
     # silently ignores it, and a restarted query would read every file again.
     reader = spark.readStream
@@ -259,7 +260,8 @@ def quarantined(parsed: DataFrame, *keep: str, text: str = "value") -> DataFrame
 
 
 def start_quarantine(bad: DataFrame, folder: Path, checkpoint: Path, trigger: dict, *, name: str):
-    """Append the ``quarantined`` records to JSON files in ``folder``: kept with their reason, never lost.
+    """Append the ``quarantined`` records to JSON files in ``folder``: kept with their reason,
+    never lost.
 
     A file sink with its own checkpoint, so a restart adds only the bad lines it has not
     written yet. Returns the started query.
@@ -276,7 +278,8 @@ def start_quarantine(bad: DataFrame, folder: Path, checkpoint: Path, trigger: di
 
 
 def quarantine_counts(spark, folder: Path) -> list[tuple[str, int]]:
-    """(reason, lines) in a folder ``start_quarantine`` wrote, most frequent first; [] before its first batch."""
+    """(reason, lines) in a folder ``start_quarantine`` wrote, most frequent first; [] before its
+    first batch."""
     if not (folder / "_spark_metadata").is_dir():
         return []
     # The sink's _spark_metadata log lists the files of committed batches only.
@@ -287,7 +290,8 @@ def quarantine_counts(spark, folder: Path) -> list[tuple[str, int]]:
 
 
 def quarantine_summary(spark, folder: Path) -> str:
-    """What a quarantine folder holds, for the learner: '2 (not a JSON object), 1 (missing event_id)' or 'none'."""
+    """What a quarantine folder holds, for the learner: '2 (not a JSON object), 1 (missing
+    event_id)' or 'none'."""
     return (
         ", ".join(f"{lines} ({reason})" for reason, lines in quarantine_counts(spark, folder))
         or "none"

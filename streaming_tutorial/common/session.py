@@ -144,11 +144,11 @@ def missing_packages(conf: dict[str, str], packages: Sequence[str]) -> list[str]
 
 def packages_advice(missing: Sequence[str], packages: Sequence[str]) -> str:
     return (
-        f"This lesson needs {', '.join(missing)}, which spark-submit was not given. spark-submit puts its "
-        "packages on the driver's class path before the lesson's Python starts, so the lesson cannot add "
-        f"them now. Run it again with: spark-submit --packages {','.join(packages)} ... (or run the lesson "
-        "with plain python, which starts Spark with them; give them one way, not both, so Ivy resolves "
-        "them once)."
+        f"This lesson needs {', '.join(missing)}, which spark-submit was not given. "
+        "spark-submit puts its packages on the driver's class path before the lesson's Python "
+        "starts, so the lesson cannot add them now. Run it again with: spark-submit --packages "
+        f"{','.join(packages)} ... (or run the lesson with plain python, which starts Spark with "
+        "them; give them one way, not both, so Ivy resolves them once)."
     )
 
 
@@ -319,7 +319,7 @@ def ship_course_code(spark) -> None:
 
 
 def match_cluster_cores(spark, *, delta: bool = False) -> int:
-    """Shuffle partitions = the cluster's executor cores (Spark's default is 200, whatever the cluster).
+    """Shuffle partitions = the cluster's executor cores (Spark's default: 200 on any cluster).
 
     Every stateful operator keeps one state store per shuffle partition, and a micro-batch
     runs one task per partition: fewer partitions than cores leaves cores idle, many more
@@ -341,13 +341,17 @@ def match_cluster_cores(spark, *, delta: bool = False) -> int:
 
 
 def delta_package() -> str:
-    """Delta Lake built for this pyspark's major.minor version and Scala 2.13 (as delta-spark's pip helper names it)."""
+    """Delta Lake built for this pyspark's major.minor version and Scala 2.13 (as delta-spark's
+    pip helper names it)."""
     import importlib.metadata
 
     import pyspark
 
     spark_minor = ".".join(pyspark.__version__.split(".")[:2])
-    return f"io.delta:delta-spark_{spark_minor}_{SCALA_BINARY}:{importlib.metadata.version('delta-spark')}"
+    return (
+        f"io.delta:delta-spark_{spark_minor}_{SCALA_BINARY}:"
+        f"{importlib.metadata.version('delta-spark')}"
+    )
 
 
 def _jar_list(packages: Sequence[str]) -> Path:
@@ -377,6 +381,7 @@ def remember_jars(packages: Sequence[str], spark_jars: str) -> None:
 
 def _startup_advice(error: Exception, wanted_packages: bool) -> str:
     text = str(error)
+    said = text.strip().splitlines()[0][:300] if text.strip() else type(error).__name__
     if wanted_packages and (
         "resolve" in text.lower() or "ivy" in text.lower() or "JAVA_GATEWAY" in text
     ):
@@ -385,10 +390,10 @@ def _startup_advice(error: Exception, wanted_packages: bool) -> str:
             "Delta Lake or the SQLite driver) from Maven Central. The first run needs network "
             "access to Maven Central; later runs use the cache in ~/.ivy2.5.2. Check your "
             "connection or proxy, then run the lesson again. "
-            f"(Spark said: {text.strip().splitlines()[0][:300] if text.strip() else type(error).__name__})"
+            f"(Spark said: {said})"
         )
     return (
         "Spark could not start. Run 'python streaming_tutorial/00_setup_environment.py' to check "
         "Java and pyspark, and read the lines above this message for the JVM's own error. "
-        f"(Spark said: {text.strip().splitlines()[0][:300] if text.strip() else type(error).__name__})"
+        f"(Spark said: {said})"
     )

@@ -16,7 +16,7 @@ from infra.errors import CourseError
 
 
 def delete(spark, path: Path) -> bool:
-    """Delete ``paths.uri(path)`` through the Hadoop FileSystem of the driver's JVM; True if it existed.
+    """Delete ``paths.uri(path)`` through the driver JVM's Hadoop FileSystem; True if it existed.
 
     A store the JVM cannot reach (no connector for its scheme, no credentials) is a
     CourseError that names the command to run instead.
@@ -71,7 +71,7 @@ def simulator_advice(folder: Path) -> str:
     """What to do instead of letting a file simulator write where Spark does not look."""
     return (
         "Put the input there yourself (run the simulator with local storage, then copy its files: "
-        f"'hdfs dfs -put {paths.display(folder)}/* {paths.uri(folder)}/' or your store's own tool), and "
-        "run the lesson with --no-simulator (and --available-now to read them once); or use the Kafka "
-        "lessons (08, 14, 17 --source kafka): their input goes through the broker."
+        f"'hdfs dfs -put {paths.display(folder)}/* {paths.uri(folder)}/' or your store's own "
+        "tool), and run the lesson with --no-simulator (and --available-now to read them once); "
+        "or use the Kafka lessons (08, 14, 17 --source kafka): their input goes through the broker."
     )

@@ -145,7 +145,8 @@ def simulator_parser(
     seed: int = DEFAULT_SEED,
     output_dir: Path | None = None,
 ) -> argparse.ArgumentParser:
-    """The parser every simulator starts from; ``output_dir`` (a file simulator's folder) adds --output-dir."""
+    """The parser every simulator starts from; ``output_dir`` (a file simulator's folder) adds
+    --output-dir."""
     parser = argparse.ArgumentParser(description=_summary(doc))
     parser.add_argument(
         "--count",
@@ -193,5 +194,6 @@ def add_storage_flag(parser: argparse.ArgumentParser) -> None:
         default=paths.STORAGE or None,
         metavar="URI",
         help=f"where data/, checkpoints/ and output/ live: a local folder, file:///shared/..., or "
-        f"hdfs://, s3a://, abfss://, gs:// (default: ${paths.STORAGE_ENV}, else the project folder)",
+        f"hdfs://, s3a://, abfss://, gs:// (default: ${paths.STORAGE_ENV}, "
+        "else the project folder)",
     )

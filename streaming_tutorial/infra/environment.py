@@ -66,17 +66,20 @@ def install_jdk_advice(platform: str = sys.platform) -> str:
     """How to install a JDK and make it the one Spark finds, for this platform."""
     if platform == "darwin":
         return (
-            f"Install one with Homebrew: 'brew install openjdk@{MIN_JAVA}'. Homebrew does not put it on "
-            "the PATH, so also tell your shell where it is: add "
-            f'export JAVA_HOME="$(brew --prefix openjdk@{MIN_JAVA})/libexec/openjdk.jdk/Contents/Home" and '
+            f"Install one with Homebrew: 'brew install openjdk@{MIN_JAVA}'. Homebrew does not put "
+            "it on the PATH, so also tell your shell where it is: add "
+            f'export JAVA_HOME="$(brew --prefix openjdk@{MIN_JAVA})'
+            '/libexec/openjdk.jdk/Contents/Home" and '
             'export PATH="$JAVA_HOME/bin:$PATH" to ~/.zshrc and open a new terminal (or, for every '
-            f'program at once, \'sudo ln -sfn "$(brew --prefix openjdk@{MIN_JAVA})/libexec/openjdk.jdk" '
-            f"/Library/Java/JavaVirtualMachines/openjdk-{MIN_JAVA}.jdk'). Then check that 'java -version' "
-            f"says {MIN_JAVA}."
+            f"program at once, 'sudo ln -sfn \"$(brew --prefix openjdk@{MIN_JAVA})"
+            '/libexec/openjdk.jdk" '
+            f"/Library/Java/JavaVirtualMachines/openjdk-{MIN_JAVA}.jdk'). "
+            f"Then check that 'java -version' says {MIN_JAVA}."
         )
     return (
-        f"Install one from your package manager (e.g. 'sudo apt install openjdk-{MIN_JAVA}-jdk-headless' on "
-        "Debian, Ubuntu and WSL2) and check that 'java -version' works, or set JAVA_HOME to the JDK folder."
+        "Install one from your package manager "
+        f"(e.g. 'sudo apt install openjdk-{MIN_JAVA}-jdk-headless' on Debian, Ubuntu and WSL2) "
+        "and check that 'java -version' works, or set JAVA_HOME to the JDK folder."
     )
 
 
@@ -88,8 +91,8 @@ def check_python() -> Check:
         "Python",
         False,
         f"Python {version} is too old: the course needs Python "
-        f"{'.'.join(map(str, MIN_PYTHON))} or newer (pyspark {PYSPARK_VERSION} does not run on older "
-        "versions). Install a newer Python and run the command again with it.",
+        f"{'.'.join(map(str, MIN_PYTHON))} or newer (pyspark {PYSPARK_VERSION} does not run on "
+        "older versions). Install a newer Python and run the command again with it.",
     )
 
 
@@ -124,7 +127,8 @@ def check_java() -> Check:
         return Check(
             "Java",
             False,
-            f'No Java is installed: {java} is only macOS\'s placeholder for one (it says "{stub_line}"). '
+            f"No Java is installed: {java} is only macOS's placeholder for one "
+            f'(it says "{stub_line}"). '
             f"Spark needs a JDK {MIN_JAVA} or newer. " + install_jdk_advice("darwin"),
         )
     major = parse_java_major(output or "")
@@ -160,8 +164,9 @@ def check_pyspark() -> Check:
         return Check(
             "pyspark",
             False,
-            f"pyspark {found} is installed, but the course is pinned to {PYSPARK_VERSION} (the Kafka "
-            "and Delta jars must match it). Run 'pip install -r requirements.txt' in this environment.",
+            f"pyspark {found} is installed, but the course is pinned to {PYSPARK_VERSION} "
+            "(the Kafka and Delta jars must match it). "
+            "Run 'pip install -r requirements.txt' in this environment.",
         )
     return Check("pyspark", True, found)
 
@@ -205,16 +210,16 @@ def folder_problem(folder: Path, what: str) -> str | None:
                 f"Remount it read-write, or {OTHER_FOLDER}."
             )
         return (
-            f"You may not write to {existing}, so Spark cannot write the {where}. Make it writable for your "
-            "user ('ls -ld' shows its owner; 'sudo chown -R $USER FOLDER' if an earlier run with sudo "
-            f"created it), or {OTHER_FOLDER}."
+            f"You may not write to {existing}, so Spark cannot write the {where}. Make it writable "
+            "for your user ('ls -ld' shows its owner; 'sudo chown -R $USER FOLDER' if an earlier "
+            f"run with sudo created it), or {OTHER_FOLDER}."
         )
     free = shutil.disk_usage(existing).free
     if free < MIN_FREE_BYTES:
         return (
-            f"The disk that holds the {where} is full ({free // 1024} KB free): Spark would stop the query "
-            "at its first write. Free some space on that disk ('df -h' shows how much is left), then run "
-            "the lesson again."
+            f"The disk that holds the {where} is full ({free // 1024} KB free): Spark would stop "
+            "the query at its first write. Free some space on that disk ('df -h' shows how much is "
+            "left), then run the lesson again."
         )
     return None
 

@@ -160,10 +160,10 @@ OTHER_FAILURES = {
 ADVICE = {**CHECKPOINT_MISMATCH, **OTHER_FAILURES}
 
 CONNECTORS = {
-    "kafka": "org.apache.spark:spark-sql-kafka-0-10_2.13 (same version as pyspark); lessons ask for it with "
-    "get_spark(..., kafka=True)",
-    "delta": "io.delta:delta-spark_4.2_2.13 (the version matching the delta-spark package); lessons ask for "
-    "it with get_spark(..., delta=True)",
+    "kafka": "org.apache.spark:spark-sql-kafka-0-10_2.13 (same version as pyspark); "
+    "lessons ask for it with get_spark(..., kafka=True)",
+    "delta": "io.delta:delta-spark_4.2_2.13 (the version matching the delta-spark package); "
+    "lessons ask for it with get_spark(..., delta=True)",
 }
 
 # Spark's "Failed to find data source: <name>": its own class for Kafka, the general one for the
@@ -179,7 +179,7 @@ WRAPPED = "terminated with exception: "
 
 
 def explain(error: BaseException) -> str | None:
-    """Advice for an error we recognise (a wrapped paragraph, then Spark's first lines); else None."""
+    """Advice for a recognised error (a wrapped paragraph, then Spark's first lines); else None."""
     if isinstance(error, CourseError):
         return str(error)
     for condition, message in spark_errors(error):
@@ -215,7 +215,8 @@ DISK_FULL = ("No space left on device", "Disk quota exceeded")
 READ_ONLY = "Read-only file system"
 NO_PERMISSION = "Permission denied"
 JAVA_FILE_ERROR = re.compile(
-    r"(?:java\.io\.\w+|java\.nio\.file\.\w+|org\.apache\.hadoop\.[\w.$]+): (?:(?P<path>\S[^\n]*?) \()?"
+    r"(?:java\.io\.\w+|java\.nio\.file\.\w+|org\.apache\.hadoop\.[\w.$]+): "
+    r"(?:(?P<path>\S[^\n]*?) \()?"
     rf"(?P<reason>{'|'.join(map(re.escape, (*DISK_FULL, READ_ONLY, NO_PERMISSION)))})\)?"
 )
 # What Spark prints after 'terminated with exception: ' when a checkpoint file cannot be opened.
@@ -248,9 +249,9 @@ def folder_failure(error: BaseException) -> tuple[str, str] | None:
         if match:
             folder = match.group("path").removeprefix("file:")
             return (
-                f"Spark could not create the folder {folder}: you may not write to the folder it goes in, "
-                "or a part of that path is a file, not a folder. Make the parent folder writable for "
-                f"your user ('ls -ld' on it shows its owner), or {OTHER_FOLDER}."
+                f"Spark could not create the folder {folder}: you may not write to the folder it "
+                "goes in, or a part of that path is a file, not a folder. Make the parent folder "
+                f"writable for your user ('ls -ld' on it shows its owner), or {OTHER_FOLDER}."
             ), message
     return None
 
@@ -259,9 +260,10 @@ def folder_advice(reason: str, path: str | None) -> str:
     where = f"{path.removeprefix('file:')}" if path else "the checkpoint or output folder"
     if reason in DISK_FULL:
         return (
-            f"The disk that holds {where} is full ({reason}), so Spark could not write its next file and "
-            "stopped the query. Free some space on that disk ('df -h' shows how much is left; keep the "
-            "lesson's checkpoints, they are what lets it resume)." + FOLDER_ADVICE_END
+            f"The disk that holds {where} is full ({reason}), so Spark could not write its next "
+            "file and stopped the query. Free some space on that disk ('df -h' shows how much is "
+            "left; keep the lesson's checkpoints, they are what lets it resume)."
+            + FOLDER_ADVICE_END
         )
     if reason == READ_ONLY:
         return (
@@ -271,8 +273,8 @@ def folder_advice(reason: str, path: str | None) -> str:
         )
     return (
         f"Spark could not write {where}: permission denied. Make the folder writable for your user "
-        "('ls -ld' shows its owner; 'sudo chown -R $USER FOLDER' if an earlier run with sudo created it), "
-        f"or {OTHER_FOLDER}." + FOLDER_ADVICE_END
+        "('ls -ld' shows its owner; 'sudo chown -R $USER FOLDER' if an earlier run with sudo "
+        f"created it), or {OTHER_FOLDER}." + FOLDER_ADVICE_END
     )
 
 
@@ -309,7 +311,8 @@ def spark_errors(error: BaseException) -> Iterator[tuple[str, str]]:
 
 
 def error_class(error: BaseException, message: str) -> str | None:
-    """getCondition() (or the pre-4.0 getErrorClass()) when the error has one, else its leading "[CLASS]"."""
+    """getCondition() (or the pre-4.0 getErrorClass()) when the error has one, else its leading
+    "[CLASS]"."""
     # getErrorClass is the pre-4.0 name; asking for it when getCondition exists only warns.
     getter = getattr(error, "getCondition", None) or getattr(error, "getErrorClass", None)
     if callable(getter):
@@ -355,10 +358,11 @@ def missing_connector_advice(message: str) -> str:
     package = CONNECTORS.get(provider.lower())
     if package:
         return (
-            f"Spark has no connector for '{provider}' on its classpath: the package {package}. If you built "
-            "your own session, add that package to spark.jars.packages."
+            f"Spark has no connector for '{provider}' on its classpath: the package {package}. "
+            "If you built your own session, add that package to spark.jars.packages."
         )
     return (
-        f"Spark knows no data source named '{provider}'. Check the name in .format(...) (e.g. 'json', "
-        "'parquet', 'kafka', 'delta'), or add the package that provides it to spark.jars.packages."
+        f"Spark knows no data source named '{provider}'. Check the name in .format(...) "
+        "(e.g. 'json', 'parquet', 'kafka', 'delta'), or add the package that provides it to "
+        "spark.jars.packages."
     )

@@ -49,7 +49,8 @@ def configured_bootstrap() -> str:
 
 
 def bootstrap_servers() -> str:
-    """KAFKA_BOOTSTRAP_SERVERS if set, else the course's local broker (config.local_kafka_bootstrap())."""
+    """KAFKA_BOOTSTRAP_SERVERS if set, else the course's local broker
+    (config.local_kafka_bootstrap())."""
     return configured_bootstrap() or config.local_kafka_bootstrap()
 
 
@@ -73,16 +74,17 @@ def unreachable_advice(bootstrap: str, detail: str = "") -> str:
     configured = configured_bootstrap()
     if configured and bootstrap == configured:
         where = (
-            f"KAFKA_BOOTSTRAP_SERVERS is set to '{configured}', but no broker there answered. Check "
-            "the address (host:port of a broker's listener) and, for a secured cluster, "
-            "KAFKA_SECURITY_PROTOCOL and the KAFKA_SASL_/KAFKA_SSL_ variables (README, 'Your own Kafka "
-            "cluster'), or unset the variable to use the course's own broker."
+            f"KAFKA_BOOTSTRAP_SERVERS is set to '{configured}', but no broker there answered. "
+            "Check the address (host:port of a broker's listener) and, for a secured cluster, "
+            "KAFKA_SECURITY_PROTOCOL and the KAFKA_SASL_/KAFKA_SSL_ variables (README, "
+            "'Your own Kafka cluster'), or unset the variable to use the course's own broker."
         )
     else:
         where = (
             "Start the course's own broker with 'python local_kafka.py start' (it keeps running "
-            "until 'python local_kafka.py stop'), or point KAFKA_BOOTSTRAP_SERVERS at a broker you already "
-            f"run (for Docker: 'docker compose up -d', then KAFKA_BOOTSTRAP_SERVERS={config.DOCKER_KAFKA_BOOTSTRAP})."
+            "until 'python local_kafka.py stop'), or point KAFKA_BOOTSTRAP_SERVERS at a broker you "
+            "already run (for Docker: 'docker compose up -d', then "
+            f"KAFKA_BOOTSTRAP_SERVERS={config.DOCKER_KAFKA_BOOTSTRAP})."
         )
     return f"No Kafka broker answers at {bootstrap}. {where}" + (f" ({detail})" if detail else "")
 
@@ -93,8 +95,8 @@ def _addresses(bootstrap: str) -> list[tuple[str, int]]:
         host, _, port = part.strip().rpartition(":")
         if not host or not port.isdigit():
             raise CourseError(
-                f"'{part.strip()}' is not a Kafka address: use host:port, e.g. {config.local_kafka_bootstrap()} "
-                "(several brokers separated by commas)."
+                f"'{part.strip()}' is not a Kafka address: use host:port, "
+                f"e.g. {config.local_kafka_bootstrap()} (several brokers separated by commas)."
             )
         addresses.append((host.strip("[]"), int(port)))
     return addresses
@@ -233,14 +235,16 @@ def recreate_topics(
     while set(wanted) & set(list_topics(bootstrap)):
         if time.monotonic() > deadline:
             raise CourseError(
-                f"Kafka did not finish deleting {', '.join(wanted)} within {timeout:.0f} s; try again."
+                f"Kafka did not finish deleting {', '.join(wanted)} within {timeout:.0f} s; "
+                "try again."
             )
         time.sleep(0.2)
     ensure_topics(bootstrap, wanted, partitions=partitions, configs=configs)
 
 
 def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
-    """{partition: next offset} of ``topic``: how many messages each partition holds (no compaction here)."""
+    """{partition: next offset} of ``topic``: how many messages each partition holds (no
+    compaction here)."""
     consumer = _consumer(bootstrap)
     try:
         partitions = _partitions(consumer, topic)
@@ -322,11 +326,12 @@ KNOWN_FAILURES = (
         ),
         "The topic no longer holds the offsets this query's checkpoint recorded: it was deleted "
         "and created again (for example by 'python local_kafka.py reset', or lesson 08's --reset "
-        "while another lesson kept its checkpoint), or Kafka's retention removed old records, after "
-        "the query last ran. Spark stops rather than silently skip records, and this checkpoint "
-        "cannot go on from offsets that no longer exist. Run the lesson again with --reset: it "
-        "deletes the lesson's checkpoints and output (lesson 08 also empties its topics), so the "
-        "query forgets what it had read and written and starts over from what the topic holds now.",
+        "while another lesson kept its checkpoint), or Kafka's retention removed old records, "
+        "after the query last ran. Spark stops rather than silently skip records, and this "
+        "checkpoint cannot go on from offsets that no longer exist. Run the lesson again with "
+        "--reset: it deletes the lesson's checkpoints and output (lesson 08 also empties its "
+        "topics), so the query forgets what it had read and written and starts over from what the "
+        "topic holds now.",
     ),
     (
         ("UnknownTopicOrPartitionException",),
@@ -337,7 +342,8 @@ KNOWN_FAILURES = (
         ("not present in metadata after",),
         "Kafka could not tell Spark where a topic lives: the topic does not exist and the broker "
         "does not create topics on first use, or the broker stopped answering. Check it with "
-        "'python local_kafka.py status' and 'python local_kafka.py topics', then run the lesson again.",
+        "'python local_kafka.py status' and 'python local_kafka.py topics', then run the lesson "
+        "again.",
     ),
     (
         ("Timed out waiting for a node assignment", "expired before the position for partition"),

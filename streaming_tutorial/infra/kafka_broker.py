@@ -78,7 +78,8 @@ def _print(text: str) -> None:
 
 
 def shared_jar_dir() -> Path:
-    """The folder of the broker's jars: one per Kafka version, under STREAMING_COURSE_KAFKA_JARS or a user cache."""
+    """The folder of the broker's jars: one per Kafka version, under STREAMING_COURSE_KAFKA_JARS or
+    a user cache."""
     configured = os.environ.get(KAFKA_JARS_ENV, "").strip()
     base = Path(configured).expanduser().resolve() if configured else paths.user_cache_dir()
     return base / f"kafka_{SCALA_BINARY}-{KAFKA_VERSION}"
@@ -86,7 +87,7 @@ def shared_jar_dir() -> Path:
 
 @dataclass(frozen=True)
 class LocalBroker:
-    """Where the course's broker listens and keeps its files (the defaults: the learner's broker)."""
+    """Where the course's broker listens and keeps its files (defaults: the learner's broker)."""
 
     host: str = config.LOCAL_KAFKA_HOST
     port: int = field(default_factory=config.local_kafka_port)
@@ -134,14 +135,20 @@ class Status:
         if self.pid and self.answers:
             return f"The course's Kafka broker is running (PID {self.pid}).\n{where}"
         if self.pid:
-            return f"The course's Kafka broker process is alive (PID {self.pid}) but does not answer yet.\n{where}"
+            return (
+                f"The course's Kafka broker process is alive (PID {self.pid}) but does not answer "
+                f"yet.\n{where}"
+            )
         if self.answers:
             return (
                 f"A Kafka broker answers at {self.broker.bootstrap}, but it was not started from "
                 f"this course folder (no {paths.display(self.broker.pid_file)}). Lessons will use "
                 f"it.\n{where}"
             )
-        return f"The course's Kafka broker is not running. Start it with: python local_kafka.py start\n{where}"
+        return (
+            "The course's Kafka broker is not running. "
+            f"Start it with: python local_kafka.py start\n{where}"
+        )
 
 
 # --- status ------------------------------------------------------------------------------
@@ -382,9 +389,9 @@ def ensure_jars(broker: LocalBroker, *, say: Say = _print) -> Path:
         broker.lib_dir.parent.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise CourseError(
-            f"Cannot create {broker.lib_dir.parent} for the Kafka broker's jars ({error.strerror}). Set "
-            f"{KAFKA_JARS_ENV} to a folder you can write, e.g. {KAFKA_JARS_ENV}=$HOME/kafka-jars "
-            "(the same value for every course command)."
+            f"Cannot create {broker.lib_dir.parent} for the Kafka broker's jars "
+            f"({error.strerror}). Set {KAFKA_JARS_ENV} to a folder you can write, "
+            f"e.g. {KAFKA_JARS_ENV}=$HOME/kafka-jars (the same value for every course command)."
         ) from error
     # A lesson and a test run may start a broker at the same moment: one fetch at a time.
     with _file_lock(broker.lib_dir.with_name(broker.lib_dir.name + ".lock")):
@@ -403,13 +410,14 @@ def _fetch_jars(broker: LocalBroker, say: Say) -> None:
         for org, name, rev in _wanted_modules()
     )
     ivy_xml.write_text(
-        '<ivy-module version="2.0">\n  <info organisation="streaming-course" module="local-kafka"/>\n'
+        '<ivy-module version="2.0">\n'
+        '  <info organisation="streaming-course" module="local-kafka"/>\n'
         f"  <dependencies>\n{dependencies}\n  </dependencies>\n</ivy-module>\n",
         encoding="utf-8",
     )
     say(
-        f"Fetching the Kafka {KAFKA_VERSION} broker jars (once for all course folders: about 45 files, "
-        "43 MB from Maven Central; Ivy caches them in ~/.ivy2/cache) ..."
+        f"Fetching the Kafka {KAFKA_VERSION} broker jars (once for all course folders: about 45 "
+        "files, 43 MB from Maven Central; Ivy caches them in ~/.ivy2/cache) ..."
     )
     ivy_log = broker.log_dir / "ivy.log"
     started = time.monotonic()
@@ -457,12 +465,13 @@ def download_advice(broker: LocalBroker, ivy_log: Path) -> str:
     clues = [line.strip() for line in lines if any(word in line for word in words)]
     clue = f" Ivy said: {clues[0][:250]}" if clues else ""
     return (
-        f"Could not download the Kafka {KAFKA_VERSION} broker jars. The first start of the course's "
-        "own Kafka broker fetches them from Maven Central (about a minute, 43 MB); later starts use "
-        f"the copy in {broker.lib_dir}. Check that this machine can reach Maven Central (behind a "
-        "proxy, set JAVA_TOOL_OPTIONS='-Dhttps.proxyHost=HOST -Dhttps.proxyPort=PORT'), then retry "
-        "with 'python local_kafka.py start'. Or skip the download: point KAFKA_BOOTSTRAP_SERVERS at "
-        f"a Kafka broker you already run. Full log: {paths.display(ivy_log)}.{clue}"
+        f"Could not download the Kafka {KAFKA_VERSION} broker jars. The first start of the "
+        "course's own Kafka broker fetches them from Maven Central (about a minute, 43 MB); later "
+        f"starts use the copy in {broker.lib_dir}. Check that this machine can reach Maven Central "
+        "(behind a proxy, set JAVA_TOOL_OPTIONS='-Dhttps.proxyHost=HOST -Dhttps.proxyPort=PORT'), "
+        "then retry with 'python local_kafka.py start'. Or skip the download: point "
+        f"KAFKA_BOOTSTRAP_SERVERS at a Kafka broker you already run. "
+        f"Full log: {paths.display(ivy_log)}.{clue}"
     )
 
 
@@ -528,7 +537,7 @@ def _write_config(broker: LocalBroker) -> None:
 
 
 def new_cluster_id() -> str:
-    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (as kafka-storage random-uuid).
+    """A KRaft cluster id: 16 random bytes, URL-safe base64 unpadded (as kafka-storage random-uuid).
 
     Like Kafka's own Uuid.randomUuid, never one that starts with '-': kafka-storage would read
     ``--cluster-id -x...`` as an unknown option and print its usage (1 start in 64 failed so).
@@ -582,7 +591,7 @@ def stop(
     process: subprocess.Popen | None = None,
     timeout: float = STOP_TIMEOUT_SECONDS,
 ) -> bool:
-    """Stop our broker: SIGTERM (a clean shutdown), then SIGKILL after ``timeout``. True if one ran."""
+    """Stop our broker: SIGTERM (clean shutdown), then SIGKILL after ``timeout``. True if it ran."""
     pid = process.pid if process is not None else running_pid(broker)
     if pid is None or (process is not None and process.poll() is not None):
         broker.pid_file.unlink(missing_ok=True)

@@ -1,8 +1,8 @@
-"""How to talk to your own (managed) Kafka cluster: security settings read from the environment, once.
+"""How to reach your own (managed) Kafka cluster: security settings read from the environment, once.
 
-    spark.readStream.format("kafka").options(**spark_options(bootstrap))         # Spark source and sink
-    KafkaProducer(**client_options(bootstrap), acks="all")                       # kafka-python
-    confluent_kafka.Producer({**librdkafka_options(bootstrap), "acks": "all"})   # confluent-kafka
+    spark.readStream.format("kafka").options(**spark_options(bootstrap))        # Spark source/sink
+    KafkaProducer(**client_options(bootstrap), acks="all")                      # kafka-python
+    confluent_kafka.Producer({**librdkafka_options(bootstrap), "acks": "all"})  # confluent-kafka
 
 Each returns the bootstrap servers plus, for the cluster in KAFKA_BOOTSTRAP_SERVERS, the
 settings these variables describe (all optional):
@@ -131,7 +131,8 @@ def librdkafka_options(bootstrap: str, environ: Mapping[str, str] | None = None)
 
 
 def security_for(bootstrap: str, environ: Mapping[str, str] | None = None) -> Security:
-    """The settings for ``bootstrap``: the environment's for KAFKA_BOOTSTRAP_SERVERS, none for any other."""
+    """The settings for ``bootstrap``: the environment's for KAFKA_BOOTSTRAP_SERVERS, none for any
+    other."""
     environ = os.environ if environ is None else environ
     note = ignored_note(bootstrap, environ)
     if note:
@@ -143,7 +144,8 @@ def security_for(bootstrap: str, environ: Mapping[str, str] | None = None) -> Se
 
 
 def ignored_note(bootstrap: str, environ: Mapping[str, str]) -> str | None:
-    """Why the security variables set are not used for ``bootstrap``, or None when they are (or none is set)."""
+    """Why the security variables set are not used for ``bootstrap``, or None when they are (or
+    none is set)."""
     named = set_variables(environ)
     configured = environ.get(config.KAFKA_BOOTSTRAP_ENV, "").strip()
     if not named or bootstrap == configured:
@@ -167,7 +169,8 @@ def set_variables(environ: Mapping[str, str]) -> list[str]:
 
 
 def read_security(environ: Mapping[str, str]) -> Security:
-    """The variables as checked settings; CourseError (naming variables, never the password) when they disagree."""
+    """The variables as checked settings; CourseError (naming variables, never the password) when
+    they disagree."""
     value = {name: environ.get(name, "").strip() or None for name in NAMED_VARIABLES}
     protocol = value[PROTOCOL_ENV] and value[PROTOCOL_ENV].upper()
     mechanism = value[MECHANISM_ENV] and value[MECHANISM_ENV].upper()
@@ -215,29 +218,30 @@ def read_security(environ: Mapping[str, str]) -> Security:
     if ca_location is not None:
         if protocol not in ("SSL", "SASL_SSL"):
             refuse(
-                f"{CA_LOCATION_ENV} is set, but {PROTOCOL_ENV} is {protocol or 'not set'}, which does not use TLS: "
-                "set it to SSL or SASL_SSL."
+                f"{CA_LOCATION_ENV} is set, but {PROTOCOL_ENV} is {protocol or 'not set'}, "
+                "which does not use TLS: set it to SSL or SASL_SSL."
             )
         ca_location = str(Path(ca_location).expanduser().resolve())
         if not Path(ca_location).is_file():
             refuse(
-                f"{CA_LOCATION_ENV} names no file: {ca_location}. It should be the PEM file of the certificates "
-                "to trust (on a Spark cluster, at the same path on every machine)."
+                f"{CA_LOCATION_ENV} names no file: {ca_location}. It should be the PEM file of the "
+                "certificates to trust (on a Spark cluster, at the same path on every machine)."
             )
     security = Security(protocol, mechanism, username, password, ca_location)
     return replace(security, spark_extra=spark_passthrough(environ, security))
 
 
 def spark_passthrough(environ: Mapping[str, str], security: Security) -> dict[str, str]:
-    """KAFKA_OPTION_<NAME>=value as Spark's kafka.<name> option; these reach Spark only, not the Python clients."""
+    """KAFKA_OPTION_<NAME>=value as Spark's kafka.<name> option; these reach Spark only, not the
+    Python clients."""
     taken = set(named_spark_options("", security))
     options = {}
     for variable in sorted(name for name in environ if name.startswith(OPTION_PREFIX)):
         suffix = variable[len(OPTION_PREFIX) :]
         if not suffix.strip("_"):
             refuse(
-                f"{variable} names no setting: write KAFKA_OPTION_ and the Kafka setting's name, with _ for "
-                "its dots (KAFKA_OPTION_SSL_ENDPOINT_IDENTIFICATION_ALGORITHM)."
+                f"{variable} names no setting: write KAFKA_OPTION_ and the Kafka setting's name, "
+                "with _ for its dots (KAFKA_OPTION_SSL_ENDPOINT_IDENTIFICATION_ALGORITHM)."
             )
         option = "kafka." + suffix.lower().replace("_", ".")
         if option in taken:
@@ -251,12 +255,16 @@ def spark_passthrough(environ: Mapping[str, str], security: Security) -> dict[st
 
 
 def jaas_config(mechanism: str, username: str, password: str) -> str:
-    """Kafka's sasl.jaas.config for a user and password: values in double quotes, \\ and \" escaped."""
+    """Kafka's sasl.jaas.config for a user and password: values in double quotes, \\ and \"
+    escaped."""
 
     def quoted(text: str) -> str:
         return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
-    return f"{LOGIN_MODULES[mechanism]} required username={quoted(username)} password={quoted(password)};"
+    return (
+        f"{LOGIN_MODULES[mechanism]} required "
+        f"username={quoted(username)} password={quoted(password)};"
+    )
 
 
 def refuse(message: str) -> None:

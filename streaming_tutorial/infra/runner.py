@@ -5,7 +5,9 @@ A lesson's ``main()`` reads like this::
     def main(argv=None):
         args = cli.lesson_parser(__doc__).parse_args(argv)
         with lesson_session(LESSON, args) as spark:
-            query = start_counts(build_counts(read_events(spark)), checkpoint, pick_trigger(args, "2 seconds"))
+            query = start_counts(
+                build_counts(read_events(spark)), checkpoint, pick_trigger(args, "2 seconds")
+            )
             run_queries([query], args)
 
     if __name__ == "__main__":
@@ -64,7 +66,8 @@ def checkpoint_root(lesson: str, args) -> Path:
 
 def reset_lesson(lesson: str, args, spark=None) -> None:
     """Delete this lesson's checkpoints and output (the --reset flag): without ``spark`` the local
-    folders, with it those on remote storage (through the JVM's Hadoop FileSystem, storage.delete)."""
+    folders, with it those on remote storage (through the JVM's Hadoop FileSystem,
+    storage.delete)."""
     for folder in (checkpoint_root(lesson, args), paths.output_for(lesson)):
         if paths.is_remote(folder):
             if spark is not None and storage.delete(spark, folder):
@@ -408,7 +411,7 @@ def _during_ctrl_c(error: BaseException | None) -> bool:
 def run_lesson(
     main: Callable[[list[str] | None], int | None], argv: list[str] | None = None
 ) -> None:
-    """Run a lesson's main(): exit 0 when it ends, 130 on Ctrl-C, 1 with advice on a known failure."""
+    """Run a lesson's main(): exit 0 at its end, 130 on Ctrl-C, 1 with advice on a known failure."""
     hide = _HidePy4JInterruptTraceback()
     logging.getLogger().addFilter(hide)  # py4j's logging.exception(...) goes to the root logger
     logging.getLogger("py4j.clientserver").addFilter(

@@ -3,7 +3,10 @@
 Every file simulator's ``main()`` ends the same way::
 
     first_file, start = continue_after(folder, FILE_PATTERN)
-    batches = ([SimFile(f"readings-{first_file + n:04d}.json", text_of(n), note_of(n))] for n in range(count))
+    batches = (
+        [SimFile(f"readings-{first_file + n:04d}.json", text_of(n), note_of(n))]
+        for n in range(count)
+    )
     return run_file_simulator("sensors", folder, batches, interval)
 
 ``write_files_paced`` is the loop: each file written atomically (a streaming reader
@@ -38,7 +41,7 @@ class SimFile(NamedTuple):
 def write_files_paced(
     folder: Path, batches: Iterable[Sequence[SimFile]], interval: float
 ) -> list[Path]:
-    """Write every batch's files into ``folder`` in order, pausing ``interval`` seconds between batches.
+    """Write each batch's files into ``folder`` in order, with ``interval`` seconds between batches.
 
     A batch is what one step of a simulator drops at once: usually one file; lesson 09's
     ad simulator drops impressions and clicks together. ``batches`` is read lazily, so a
@@ -62,7 +65,8 @@ def write_files_paced(
 def run_file_simulator(
     name: str, folder: Path, batches: Iterable[Sequence[SimFile]], interval: float
 ) -> int:
-    """A file simulator's whole run, as its ``main()`` returns it: 0 when done or stopped by a lesson, 130 on Ctrl-C."""
+    """A file simulator's whole run, as its ``main()`` returns it: 0 when done or stopped by a
+    lesson, 130 on Ctrl-C."""
     return run_simulator(
         name, lambda: write_files_paced(folder, batches, interval), stopped=FILES_COMPLETE
     )

@@ -148,7 +148,8 @@ def run_simulator(name: str, work: Callable[[], object], *, stopped: str) -> int
 
 
 def start_simulator(name: str, script: str, args: Sequence[str]) -> subprocess.Popen:
-    """Start ``data_generators/<script>`` in the background; its output goes to .runtime/<name>.log."""
+    """Start ``data_generators/<script>`` in the background; its output goes to
+    .runtime/<name>.log."""
     log = log_file(name)
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w", encoding="utf-8") as handle:
@@ -294,7 +295,8 @@ def wait_for_port(
     host: str, port: int, timeout: float, *, stop_if: Callable[[], bool] = lambda: False
 ) -> bool:
     """Wait until something accepts connections on host:port (True), or say it did not (False):
-    after ``timeout`` seconds, or as soon as ``stop_if()`` is true (e.g. the server process ended)."""
+    after ``timeout`` seconds, or as soon as ``stop_if()`` is true (e.g. the server process
+    ended)."""
     deadline = time.monotonic() + timeout
     while not port_open(host, port):
         if stop_if() or time.monotonic() >= deadline:
@@ -353,7 +355,8 @@ def server_advice(name: str, script: str, host: str, port: int, server: Simulato
             f"{said or '(nothing)'}"
         )
     return (
-        f"Nothing accepts connections on {host}:{port}, so the lesson cannot read from it. Start the server in "
-        f"a second terminal with 'python data_generators/{script} --port {port}', then run the lesson again; or "
+        f"Nothing accepts connections on {host}:{port}, so the lesson cannot read from it. "
+        "Start the server in a second terminal with "
+        f"'python data_generators/{script} --port {port}', then run the lesson again; or "
         "run the lesson without --no-simulator and it starts the server itself."
     )

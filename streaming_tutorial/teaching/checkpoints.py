@@ -42,7 +42,10 @@ def describe(root: Path) -> str:
         return storage.describe_remote(root)
     found = query_checkpoints(root)
     if not found:
-        return f"Checkpoints: none yet in {paths.display(root)}, so every query starts from the beginning."
+        return (
+            f"Checkpoints: none yet in {paths.display(root)}, "
+            "so every query starts from the beginning."
+        )
     parts = []
     for checkpoint in found:
         name = checkpoint.relative_to(root).as_posix() if checkpoint != root else root.name

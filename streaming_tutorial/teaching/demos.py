@@ -64,7 +64,8 @@ def records_from_text(
 
 
 def records_as_text(records: Sequence[dict]) -> str:
-    """The reverse, for ``describe_input``: 'IMP-1 AD-1 10:00, IMP-2 AD-2 10:01' ('-' for no records)."""
+    """The reverse, for ``describe_input``: 'IMP-1 AD-1 10:00, IMP-2 AD-2 10:01' ('-' for no
+    records)."""
 
     def text(field: str, value) -> str:
         if not field.endswith("_time"):
@@ -292,7 +293,8 @@ def print_replay(
     describe_rows,
     notes: dict[int, str] | None = None,
 ) -> None:
-    """What each batch read, its watermark, and what each output sent to its sink (after ``notes[N]``, if any).
+    """What each batch read, its watermark, and what each output sent to its sink (after
+    ``notes[N]``, if any).
 
     ``describe_rows`` may return several lines (e.g. one per row): they line up under the first.
     """

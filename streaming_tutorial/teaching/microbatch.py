@@ -126,7 +126,7 @@ def start_collecting(
 
 
 def finish_run(query, run: Run) -> Run:
-    """Add the stopped ``query``'s progress to ``run``: batches in order, each with its watermark."""
+    """Add the stopped ``query``'s progress to ``run``: batches sorted, each with its watermark."""
     run.progress = [dict(progress) for progress in query.recentProgress]
     marks = {p["batchId"]: p.get("eventTime", {}).get("watermark") for p in run.progress}
     run.batches.sort(key=lambda batch: batch.batch_id)

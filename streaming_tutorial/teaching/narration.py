@@ -32,7 +32,7 @@ def say(text: str) -> None:
 
 
 def first_line(error: BaseException | str, width: int = MESSAGE_WIDTH) -> str:
-    """The first line of an error's message, cut to ``width`` characters: how lessons quote Spark."""
+    """An error message's first line, cut to ``width`` characters: how lessons quote Spark."""
     text = str(error).strip()
     line = text.splitlines()[0] if text else type(error).__name__
     return line if len(line) <= width else line[: width - 3] + "..."

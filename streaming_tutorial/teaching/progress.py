@@ -16,7 +16,7 @@ from common.timestamps import parse_iso
 
 
 def batches_run(progress: Sequence[dict]) -> list[dict]:
-    """The reports of the micro-batches that ran (with or without new rows), idle reports left out."""
+    """Reports of the micro-batches that ran (with or without new rows), idle reports left out."""
     return [report for report in progress if "addBatch" in report["durationMs"]]
 
 
@@ -28,7 +28,10 @@ def rows_read(progress: Sequence[dict]) -> int:
 def read_in_batches(progress: Sequence[dict], unit: str = "rows") -> str:
     """'read 25 rows in 3 micro-batches': what a query did, for the learner."""
     batches = batches_run(progress)
-    return f"read {rows_read(batches)} {unit} in {len(batches)} micro-batch{'es' * (len(batches) != 1)}"
+    return (
+        f"read {rows_read(batches)} {unit} in {len(batches)} "
+        f"micro-batch{'es' * (len(batches) != 1)}"
+    )
 
 
 def state_totals(progress: Sequence[dict]) -> tuple[int, int, int] | None:
