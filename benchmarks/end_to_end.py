@@ -18,7 +18,6 @@ from pyspark.sql import functions as F
 
 from benchmarks.harness import Results, Stats, stop
 from common import paths
-from common.parsing import read_kafka
 from infra.kafka import recreate_topics, spark_options
 
 SOURCE = "bench-e2e-in"
@@ -30,7 +29,13 @@ TIMEOUT = 180
 
 def start(spark, bootstrap: str, topic: str, checkpoint: Path, trigger: dict):
     """Parse, carry id and sent_ms, write JSON back: a stateless pipeline real-time mode runs."""
-    raw = read_kafka(spark, bootstrap, SOURCE, starting_offsets="latest")
+    raw = (
+        spark.readStream.format("kafka")
+        .options(**spark_options(bootstrap))
+        .option("subscribe", SOURCE)
+        .option("startingOffsets", "latest")
+        .load()
+    )
     message = F.from_json(
         F.col("value").cast("string"), "id INT, word STRING, sent_ms BIGINT"
     ).alias("m")

@@ -275,7 +275,7 @@ def table(figures: dict, targets: Sequence[Target], shown: Sequence[str]) -> str
     lines = [
         " | ".join(
             cell.ljust(width) if i in (0, 2, 3) else cell.rjust(width)
-            for i, (cell, width) in enumerate(zip(row, widths))
+            for i, (cell, width) in enumerate(zip(row, widths, strict=True))
         )
         for row in rows
     ]

@@ -374,7 +374,7 @@ def send_messages(
         producer.close(timeout=5)
     deliveries = []
     try:
-        for message, future in zip(messages, futures):
+        for message, future in zip(messages, futures, strict=True):
             metadata = future.get(timeout=SEND_TIMEOUT_SECONDS)
             deliveries.append(
                 Delivery(message, metadata.partition, metadata.offset, metadata.timestamp)

@@ -92,7 +92,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="class-archive-training-") as scratch:
         base = Path(scratch)
         write_events(base / "in")
-        lines = parsing.read_json_lines(spark, base / "in", max_files_per_trigger=1)
+        lines = (
+            spark.readStream.format("text")
+            .option("maxFilesPerTrigger", 1)
+            .load(paths.uri(base / "in"))
+            .withColumn("source_file", F.col("_metadata.file_name"))
+        )
         parsed = parsing.parse_json(lines, EVENT_SCHEMA)
         events = parsing.valid_records(parsed, EVENT_SCHEMA).withWatermark("ts", "30 seconds")
 
@@ -219,7 +224,8 @@ def main() -> None:
             .option("subscribe", "training")
             .load()
         )
-        parsing.kafka_text(kafka).select(F.to_json(F.struct("value")).alias("value")).explain()
+        text = kafka.select(F.col("key").cast("string"), F.col("value").cast("string"))
+        text.select(F.to_json(F.struct("value")).alias("value")).explain()
         run(start(events, "noop", sink="noop"))
     spark.stop()
 

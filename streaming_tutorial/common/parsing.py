@@ -1,13 +1,17 @@
 """JSON records parsed with a quarantine reason: lesson 03 teaches it, later lessons reuse it.
 
-Every streaming source of JSON reads *text* first and parses it with ``from_json``:
-a line that cannot be used is never lost and never stops the query. It keeps its raw
-text and gets a ``quarantine_reason`` (null for a good record), so the lesson can
-send it to a quarantine and count it::
+Every streaming source of JSON in the course reads *text* first (the lesson writes that
+source out: ``spark.readStream.format("text")`` or Kafka's value cast to a string) and parses
+it here with ``from_json``: a line that cannot be used is never lost and never stops the
+query. It keeps its raw text and gets a ``quarantine_reason`` (null for a good record), so the
+lesson can send it to a quarantine and count it::
 
-    lines = read_json_lines(spark, paths.ECOMMERCE_DIR)           # or kafka_text(read_kafka(...))
     parsed = parse_json(lines, ECOMMERCE_EVENT_SCHEMA)
-    good, bad = valid_records(parsed, ECOMMERCE_EVENT_SCHEMA), quarantined(parsed)
+    good = valid_records(parsed, ECOMMERCE_EVENT_SCHEMA)
+    bad = quarantined(parsed)
+
+Lesson 03 writes the same parse out for its own schema, step by step
+(tests/lessons/test_03_parsing_agrees.py checks that both give every line the same verdict).
 
 The schema itself says what a good record is: a field with ``nullable=False`` is required,
 and a field's metadata may state its range (``{"min": 0}``). Every bad record gets one
@@ -40,9 +44,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from common import paths, storage
-from common.schemas import PRODUCT_SCHEMA
-from infra import kafka
+from common import paths
 
 CORRUPT_COLUMN = "_corrupt_record"  # from_json puts the text of a record that does not fit here
 # Working columns of parse_json, read by quarantine_reason (not in its result).
@@ -70,53 +72,6 @@ REASON_COLUMN = "quarantine_reason"
 QUARANTINE_SCHEMA = (
     "reason STRING, raw_line STRING"  # what every quarantine holds (plus any kept columns)
 )
-
-
-def read_json_lines(spark, folder: Path, *, max_files_per_trigger: int | None = None) -> DataFrame:
-    """Each line of the folder's files as text (``value``), with the file it came from
-    (``source_file``)."""
-    # No checkpointLocation here: it is an option of writeStream. On a reader Spark
-    # silently ignores it, and a restarted query would read every file again.
-    reader = spark.readStream
-    if max_files_per_trigger:
-        reader = reader.option("maxFilesPerTrigger", max_files_per_trigger)
-    folder.mkdir(parents=True, exist_ok=True)
-    # _metadata is the hidden per-file column of file sources: which file each line came from.
-    return reader.text(paths.uri(folder)).withColumn("source_file", F.col("_metadata.file_name"))
-
-
-def read_kafka(
-    spark,
-    bootstrap: str,
-    topic: str,
-    *,
-    starting_offsets: str = "earliest",
-    max_offsets_per_trigger: int | None = None,
-) -> DataFrame:
-    """A topic as a stream: key, value (bytes), topic, partition, offset, timestamp."""
-    reader = (
-        spark.readStream.format("kafka")  # get_spark(kafka=True) put the connector on the classpath
-        .options(**kafka.spark_options(bootstrap))  # the address, and a secured cluster's login
-        .option("subscribe", topic)
-        # The default is "latest": a new query would skip everything already in the topic.
-        .option("startingOffsets", starting_offsets)
-    )
-    if max_offsets_per_trigger:
-        # Bounds each micro-batch, so a backlog is worked off in steady steps, not one huge batch.
-        reader = reader.option("maxOffsetsPerTrigger", max_offsets_per_trigger)
-    return reader.load()
-
-
-def kafka_text(raw: DataFrame) -> DataFrame:
-    """Kafka rows as text (``key``, ``value``) plus where each came from in the topic."""
-    return raw.select(
-        F.col("key").cast("string").alias("key"),
-        F.col("value").cast("string").alias("value"),
-        F.col("topic").alias("source_topic"),
-        F.col("partition").alias("source_partition"),
-        F.col("offset").alias("source_offset"),
-        F.col("timestamp").alias("kafka_timestamp"),
-    )
 
 
 def parse_json(
@@ -259,24 +214,6 @@ def quarantined(parsed: DataFrame, *keep: str, text: str = "value") -> DataFrame
     )
 
 
-def start_quarantine(bad: DataFrame, folder: Path, checkpoint: Path, trigger: dict, *, name: str):
-    """Append the ``quarantined`` records to JSON files in ``folder``: kept with their reason,
-    never lost.
-
-    A file sink with its own checkpoint, so a restart adds only the bad lines it has not
-    written yet. Returns the started query.
-    """
-    return (
-        bad.writeStream.format("json")
-        .outputMode("append")
-        .option("path", paths.uri(folder))
-        .option("checkpointLocation", paths.uri(checkpoint))
-        .queryName(name)
-        .trigger(**trigger)
-        .start()
-    )
-
-
 def quarantine_counts(spark, folder: Path) -> list[tuple[str, int]]:
     """(reason, lines) in a folder ``start_quarantine`` wrote, most frequent first; [] before its
     first batch."""
@@ -296,11 +233,3 @@ def quarantine_summary(spark, folder: Path) -> str:
         ", ".join(f"{lines} ({reason})" for reason, lines in quarantine_counts(spark, folder))
         or "none"
     )
-
-
-def read_products(spark, csv: Path = paths.PRODUCTS_CSV) -> DataFrame:
-    """The product catalogue, read in batch (a static DataFrame)."""
-    storage.require_local_input(
-        "The catalogue", csv.parent
-    )  # a copy Python wrote (lesson 09) is local
-    return spark.read.schema(PRODUCT_SCHEMA).option("header", True).csv(paths.uri(csv))

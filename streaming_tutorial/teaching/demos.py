@@ -55,7 +55,7 @@ def records_from_text(
 
     return [
         [
-            {field: value(field, text) for field, text in zip(fields, item.split())}
+            {field: value(field, text) for field, text in zip(fields, item.split(), strict=True)}
             for item in batch.split(",")
             if item.strip()
         ]

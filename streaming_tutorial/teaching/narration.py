@@ -45,7 +45,8 @@ def print_table(header: tuple, rows: list[tuple]) -> None:
     ]
     widths = [max(len(row[column]) for row in cells) for column in range(len(header))]
     lines = [
-        "  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip()
+        "  "
+        + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
         for row in cells
     ]
     print("\n".join(lines), flush=True)

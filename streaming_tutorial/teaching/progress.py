@@ -10,6 +10,7 @@ counting every report counts batches, and rows removed from state, more than onc
 from __future__ import annotations
 
 import statistics
+from itertools import pairwise
 from typing import Sequence
 
 from common.timestamps import parse_iso
@@ -54,7 +55,7 @@ def seconds_between_batches(progress: Sequence[dict]) -> float | None:
     report's ``timestamp``): a query's first batch, slow on a cold JVM, does not skew it. None
     with fewer than two batches."""
     starts = [parse_iso(report["timestamp"]).timestamp() for report in batches_run(progress)]
-    return statistics.median(b - a for a, b in zip(starts, starts[1:])) if len(starts) > 1 else None
+    return statistics.median(b - a for a, b in pairwise(starts)) if len(starts) > 1 else None
 
 
 def describe_batches(progress: Sequence[dict]) -> tuple[int, str, str]:
