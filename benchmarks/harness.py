@@ -30,6 +30,13 @@ from typing import Iterator, Sequence
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "streaming_tutorial"), str(ROOT)]
 
+# The names of Spark's state store settings (lesson 15 writes out the ones it uses).
+PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
+# Spark's default provider:
+HDFS_PROVIDER = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+
 from lesson13_latency import percentile  # noqa: E402  (nearest rank, as lesson 13 reports latency)
 
 MIN_SAMPLES = (

@@ -20,9 +20,18 @@ from pathlib import Path
 
 from pyspark.sql import functions as F
 
-from benchmarks.harness import Results, Stats, sql_conf, stop, wait_for_batches
+from benchmarks.harness import (
+    CHANGELOG_CONF,
+    HDFS_PROVIDER,
+    PROVIDER_CONF,
+    ROCKSDB_PROVIDER,
+    Results,
+    Stats,
+    sql_conf,
+    stop,
+    wait_for_batches,
+)
 from common import paths
-from teaching.state_reader import CHANGELOG_CONF, HDFS_PROVIDER, PROVIDER_CONF, ROCKSDB_PROVIDER
 
 UPDATES_PER_BATCH = 1000
 PROVIDERS = {

@@ -23,10 +23,19 @@ from pathlib import Path
 
 from pyspark.sql import functions as F
 
-from benchmarks.harness import Results, Stats, batch_times, sql_conf, stop
+from benchmarks.harness import (
+    CHANGELOG_CONF,
+    HDFS_PROVIDER,
+    PROVIDER_CONF,
+    ROCKSDB_PROVIDER,
+    Results,
+    Stats,
+    batch_times,
+    sql_conf,
+    stop,
+)
 from common import paths
 from common.session import CHECKPOINT_MANAGER_CONF, FILE_CONTEXT_CHECKPOINTS
-from teaching.state_reader import CHANGELOG_CONF, HDFS_PROVIDER, PROVIDER_CONF, ROCKSDB_PROVIDER
 
 ROWS_PER_SECOND = 1000  # the rate source's fixed pace
 KEYS = 100  # distinct groups: a few per partition, as in a small dashboard

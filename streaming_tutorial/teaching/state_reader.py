@@ -21,13 +21,6 @@ from typing import Callable, Sequence
 
 from teaching.narration import print_table
 
-# The names of Spark's state store settings, for benchmarks/stateful.py and
-# benchmarks/state_stores.py. (Lesson 15 writes out the settings it uses itself.)
-PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
-# Spark's default provider:
-HDFS_PROVIDER = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
-ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 MAX_ROWS = 8  # rows print_rows shows; the rest are counted
 
 
