@@ -443,7 +443,8 @@ class LineServer:
 
     def __init__(self, host: str = "127.0.0.1") -> None:
         self._server = socket.create_server((host, 0))
-        self.host, self.port = host, self._server.getsockname()[1]
+        self.host = host
+        self.port = self._server.getsockname()[1]
         self._clients: list[socket.socket] = []
         self._lock = threading.Lock()
         threading.Thread(target=self._accept, daemon=True, name="line-server").start()
