@@ -126,9 +126,9 @@ def test_ci_runs_the_readme_test_command_then_the_crash_lane_then_the_tour_twice
     assert "set -euo pipefail" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 
 
-def collected(*args: str) -> list[str]:
-    """The test ids pytest (with pytest.ini) selects under tests/hardening for ``args``, without
-    running them."""
+def collected(*args: str, paths: tuple[str, ...] = ("tests/hardening",)) -> list[str]:
+    """The test ids pytest (with pytest.ini) selects in ``paths`` for ``args``, without running
+    them."""
     result = subprocess.run(
         [
             sys.executable,
@@ -139,7 +139,7 @@ def collected(*args: str) -> list[str]:
             "-n",
             "0",
             *args,
-            "tests/hardening",
+            *paths,
         ],
         cwd=ROOT,
         capture_output=True,
@@ -156,18 +156,28 @@ def test_the_crash_lane_runs_only_when_an_m_expression_names_it():
     addopts = shlex.split(ini["pytest"]["addopts"])
     assert addopts[addopts.index("-m") + 1] == "not crash"  # a later -m (the CI's "-m crash") wins
     assert any(line.strip().startswith("crash:") for line in ini["pytest"]["markers"].splitlines())
-    marked = sorted(
-        path.name
-        for path in (ROOT / "tests").rglob("test_*.py")
-        if path != Path(__file__) and "pytest.mark.crash" in path.read_text(encoding="utf-8")
+    marked_files = sorted(
+        (
+            path
+            for path in (ROOT / "tests").rglob("test_*.py")
+            if path != Path(__file__) and "pytest.mark.crash" in path.read_text(encoding="utf-8")
+        ),
+        key=lambda path: path.name,
     )
-    assert marked == ["test_broker_outage.py", "test_kill_cycles.py"]
-    lane = collected("-m", "crash")
-    assert sorted(test.split("::")[0].rsplit("/", 1)[-1] for test in lane) == marked
+    marked = [path.name for path in marked_files]
+    where = tuple(str(path.relative_to(ROOT)) for path in marked_files)
+    assert marked == [
+        "test_16_fault_tolerance.py",
+        "test_18_declarative_pipeline.py",
+        "test_broker_outage.py",
+        "test_kill_cycles.py",
+    ]
+    lane = collected("-m", "crash", paths=where)
+    assert sorted({test.split("::")[0].rsplit("/", 1)[-1] for test in lane}) == marked
     # The default run, and an -m of the learner's own (which replaces pytest.ini's), leave the lane
     # out.
     for args in ((), ("-m", "not smoke")):
-        selected = collected(*args)
+        selected = collected(*args, paths=where)
         assert selected and not set(selected) & set(lane), args
 
 

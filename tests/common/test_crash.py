@@ -39,7 +39,7 @@ CHILD = textwrap.dedent("""
 
 def child_script(tmp_path):
     script = tmp_path / "child.py"
-    script.write_text(CHILD.format(common=str(Path(crash.__file__).parents[1])))
+    script.write_text(CHILD.format(common=str(Path(crash.__file__).parent)))
     return script
 
 
