@@ -4,8 +4,10 @@ What you'll learn
   - Stream-static join: every micro-batch of shop events is joined with the catalogue. A
     CSV DataFrame fixes its files and their lengths when it is created, so an edited CSV is
     read only up to its old length; a Delta table is read at its latest version each time.
-  - Stream-stream join: clicks meet their impressions. Both sides need a watermark and a time
-    bound, or the join's state grows forever: Spark refuses an outer join without them.
+  - Stream-stream join: clicks meet their impressions. A watermark on each side and a time
+    bound let Spark drop old rows; an inner join runs without them, but its state grows
+    forever. A left outer join is refused without a watermark on the right (nullable) side
+    and the time bound; the left side's watermark lets Spark drop old impressions too.
   - Inner vs left outer: a left outer join emits an impression without a click only once the
     watermark guarantees no click can still come. Which impressions a CTR may count, then.
 

@@ -9,6 +9,12 @@ What you'll learn
     transaction that records the batch id, files named after the batch id.
   - Spark's JDBC writer cannot add to totals; a JDBC connection on the driver, in one
     transaction, can (``INSERT ... ON CONFLICT ... DO UPDATE``: SQLite and PostgreSQL).
+  - ``foreach`` hands your code one ROW at a time, on the executors: a function
+    (``.foreach(save_alert)``), or a ForeachWriter with ``open(partition_id, epoch_id)``,
+    ``process(row)`` and ``close(error)``. ``open`` returns False for a (query id, partition,
+    epoch) already written, so a replayed epoch writes nothing. foreach is the general-purpose
+    sink of real-time mode (in Spark 4.2 that mode refuses foreachBatch); in micro-batch mode
+    foreachBatch costs less per row.
 
 Run
   python streaming_tutorial/10_foreach_batch.py                   # SQLite file, alerts as files
@@ -36,16 +42,30 @@ What you'll see
   Deleted checkpoints/10_foreach_batch/events/commits/1: to Spark, batch 1 never finished.
   batch 1 (again): 60 events -> Delta skipped (txnVersion 1 already committed) | database ...
   Delta rows: 80 -> 80; database purchases: 11 -> 11; alert lines: 3 -> 3
+  ...
+  ForeachWriter -> output/10_foreach_batch/alerts_foreach_writer/<query id>: 4 files, 3 alerts
+    file                          alerts
+    epoch-000000-part-00000.json  1
+    epoch-000000-part-00001.json  0
+    epoch-000000-part-00002.json  2
+    epoch-000000-part-00003.json  0
+  Function form -> output/10_foreach_batch/alerts_foreach_function: 3 files, one per alert
+  Deleted the last commit of both foreach queries: to Spark, epoch 0 never finished.
+  ForeachWriter: 4 -> 4 files, 0 written again, 0 with other text
+  Function form: 3 -> 3 files, 3 written again, 0 with other text
 """
 
 from __future__ import annotations
 
+import os
+import sys
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Sequence
 
 from delta.tables import DeltaTable
-from pyspark.sql import DataFrame
+from pyspark import TaskContext, cloudpickle
+from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
 from common import config, database, parsing, paths
@@ -70,6 +90,7 @@ LESSON = "10_foreach_batch"
 DEFAULT_DURATION = 60
 TRIGGER_INTERVAL = "3 seconds"
 ALERT_THRESHOLD = 500.0  # a purchase worth at least this much (price x quantity) raises an alert
+SHOW_FILES = 4  # the ForeachWriter's newest files, listed in section 4
 SIMULATOR = ("ecommerce", "generate_ecommerce_events.py", ["--count", "4", "--interval", "3"])
 # The replay guard: one row per (query id, batch id) whose writes the database committed.
 APPLIED_BATCHES = """CREATE TABLE IF NOT EXISTS applied_batches (
@@ -93,6 +114,14 @@ ADD_TO_CATEGORY = """INSERT INTO category_sales (category, purchases, units, rev
     units = category_sales.units + excluded.units,
     revenue = category_sales.revenue + excluded.revenue,
     last_batch = excluded.last_batch"""
+# writeStream.foreach's two sinks: their output folders under output/10_foreach_batch/, and
+# their checkpoints under checkpoints/10_foreach_batch/.
+FOREACH_WRITER = "alerts_foreach_writer"  # the ForeachWriter: <query id>/<EPOCH_FILE>
+FOREACH_FUNCTION = "alerts_foreach_function"  # the function form: <event id>.json
+# One file per partition of an epoch: its name is the writer's replay guard.
+EPOCH_FILE = "epoch-{epoch:06d}-part-{partition:05d}.json"
+# The local property Spark sets on every job of a streaming query: its id, kept in the checkpoint.
+QUERY_ID_PROPERTY = "sql.streaming.queryId"
 
 
 def read_events(spark, folder: Path) -> DataFrame:
@@ -334,6 +363,176 @@ def lines_in(folder: Path) -> list[str]:
     ]
 
 
+# writeStream.foreach: the same alerts, a row at a time, on the executors.
+
+
+def build_alert_messages(events: DataFrame, threshold: float = ALERT_THRESHOLD) -> DataFrame:
+    """The alerts of the parsed event stream as messages for a row-at-a-time sink: the event id
+    as the key, the alert as one JSON line (the line write_lines writes)."""
+    alerts = build_alerts(parsing.valid_records(events, ECOMMERCE_EVENT_SCHEMA), threshold)
+    return alerts.select(
+        F.col("event_id").alias("key"),
+        # Made here, by Spark: the timestamp in the session's time zone, as in the alert files.
+        F.to_json(F.struct("*")).alias("value"),
+    )
+
+
+def start_alert_writer(alerts: DataFrame, checkpoint: Path, trigger: dict, folder: Path):
+    """Hand each alert to an AlertFileWriter: one copy per partition and epoch, on the
+    executors."""
+    send_writers_by_value()
+    return (
+        # An instance: Spark calls its open(), process() for each row, then close(). Anything
+        # callable is taken for the function form, a class too: foreach(AlertFileWriter)
+        # would build a writer from each row and write nothing.
+        alerts.writeStream.foreach(AlertFileWriter(folder))
+        # The checkpoint keeps the query's id, which names the writer's folder: a restart
+        # finds the epochs it wrote, a new checkpoint writes into a new folder.
+        .option("checkpointLocation", paths.uri(checkpoint))
+        .queryName("shop_alerts_foreach_writer")
+        # In real-time mode (a Kafka source): .outputMode("update").trigger(realTime="5 seconds").
+        .trigger(**trigger)
+        .start()
+    )
+
+
+class AlertFileWriter:
+    """A ForeachWriter: the alerts of one partition of one epoch go into one file, written once.
+
+    Spark needs process(); open() and close() are optional (pyspark 4.2 looks for them). It
+    pickles this object and each task (one partition of one epoch) gets a fresh copy on
+    an executor. So what must outlast a task, which epochs are written, lives in the files,
+    never in an attribute: a variable of the driver is not there, and a copy's is thrown away.
+    """
+
+    def __init__(self, folder: Path, query_id: str | None = None):
+        self.folder = str(folder)
+        # None in a Spark task: open() reads the running query's id. Given when the writer is
+        # called outside a task (a replay by hand, as the tests do).
+        self.query_id = query_id
+        self.target = ""
+        self.writing = False
+        self.lines: list[str] = []
+
+    def open(self, partition_id: int, epoch_id: int) -> bool:
+        """Called first, per partition and epoch: True to be sent its rows, False to skip them."""
+        query_id = self.query_id or running_query_id()
+        name = EPOCH_FILE.format(epoch=epoch_id, partition=partition_id)
+        self.target = os.path.join(self.folder, query_id, name)
+        self.lines = []
+        # In micro-batch mode a (partition, epoch) holds the same rows every time it runs: its
+        # file means it was written, and this run is a replay. Return a bool, not None: Spark
+        # skips the rows for anything false.
+        self.writing = not os.path.exists(self.target)
+        return self.writing
+
+    def process(self, row: Row) -> None:
+        """Called for each row of the partition, only when open() returned True."""
+        # Kept until close(): the file appears whole, with every row, or not at all.
+        self.lines.append(row.value)
+
+    def close(self, error: BaseException | None) -> None:
+        """Called last, even after open() returned False; ``error`` is what stopped process()."""
+        if error is not None or not self.writing:
+            # A failed task leaves no file: Spark retries it, and the retry writes the partition.
+            return
+        # Written even with no rows: the file says this partition of this epoch is done.
+        replace_file(self.target, "".join(line + "\n" for line in self.lines))
+
+
+def running_query_id() -> str:
+    """In a Spark task: the id of the streaming query that runs it. Spark sets it on each job of
+    the query, as foreachBatch's app id (common/batch_ids.py) reads it on the driver."""
+    return TaskContext.get().getLocalProperty(QUERY_ID_PROPERTY)
+
+
+def replace_file(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all: into a hidden file beside it, then rename.
+
+    Plain Python on purpose: it runs in the executors' Python workers. (Here the executors
+    share this machine's disk; on a cluster, write where every executor reaches: a database,
+    object storage.)"""
+    folder, name = os.path.split(path)
+    os.makedirs(folder, exist_ok=True)
+    # The process id keeps two tasks that write the same file at once apart.
+    temporary = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
+    with open(temporary, "w", encoding="utf-8") as file:
+        file.write(text)
+    os.replace(temporary, path)
+
+
+def start_alerts_by_function(alerts: DataFrame, checkpoint: Path, trigger: dict, folder: Path):
+    """Hand each alert to save_alert, one call per row, on the executors: the function form."""
+    destination = str(folder)
+
+    def save_alert(row: Row) -> None:
+        # A function gets the row and nothing else: no epoch id, so it cannot tell a replay.
+        # Named after the row's own key, a replay rewrites the same file with the same text;
+        # an append to a log, a counter or an e-mail would repeat.
+        replace_file(os.path.join(destination, f"{row.key}.json"), row.value + "\n")
+
+    send_writers_by_value()
+    return (
+        alerts.writeStream.foreach(save_alert)
+        .option("checkpointLocation", paths.uri(checkpoint))
+        .queryName("shop_alerts_foreach_function")
+        .trigger(**trigger)
+        .start()
+    )
+
+
+def send_writers_by_value() -> None:
+    """Imported (the tests), this file is a module Python workers cannot import (its name starts
+    with a digit): have cloudpickle send the writer and save_alert by value, as for __main__."""
+    if __name__ != "__main__":
+        cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+def run_foreach_queries(alerts: DataFrame, checkpoint_dir: Path, folder: Path) -> None:
+    """Both foreach forms on the alerts: read what has arrived, write it, then stop."""
+    finish(
+        [
+            start_alert_writer(
+                alerts,
+                checkpoint_dir / FOREACH_WRITER,
+                {"availableNow": True},
+                folder / FOREACH_WRITER,
+            ),
+            start_alerts_by_function(
+                alerts,
+                checkpoint_dir / FOREACH_FUNCTION,
+                {"availableNow": True},
+                folder / FOREACH_FUNCTION,
+            ),
+        ]
+    )
+
+
+def stored_files(folder: Path) -> dict[str, tuple[int, str]]:
+    """The files a foreach sink wrote in ``folder``, by name (below the folder): (inode, text).
+
+    A file written again gets a new inode (replace_file renames a new file onto it), even with
+    the same text: how a replay shows which files it wrote again."""
+    return {
+        path.relative_to(folder).as_posix(): (path.stat().st_ino, path.read_text(encoding="utf-8"))
+        for path in sorted(folder.rglob("*.json"))
+    }
+
+
+def compare_files(before: dict, after: dict) -> str:
+    """What a replay did to a foreach sink's files (two stored_files results), in one line."""
+    again = [
+        name for name, (inode, _) in before.items() if name in after and after[name][0] != inode
+    ]
+    changed = [
+        name for name, (_, text) in before.items() if name in after and after[name][1] != text
+    ]
+    return (
+        f"{len(before)} -> {len(after)} files, {len(again)} written again, "
+        f"{len(changed)} with other text"
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = cli.lesson_parser(__doc__, duration=DEFAULT_DURATION, available_now=True)
     database.add_flags(parser, "the SQLite file output/10_foreach_batch/shop.db")
@@ -440,6 +639,61 @@ def main(argv: list[str] | None = None) -> None:
                 "A batch's alert file is named after its id: a replay rewrites it with the "
                 "same lines."
             )
+
+        banner("4. Row at a time: writeStream.foreach, and a replayed epoch that writes nothing")
+        say("""foreachBatch gives the driver a whole micro-batch; foreach gives your code one ROW
+            at a time, on the executors. Two forms, both on the alerts of the same input: a
+            function, called once per row, and a ForeachWriter object whose open(partition_id,
+            epoch_id) comes first for each partition of each epoch (the batch id), then
+            process(row) for each row, then close(error).""")
+        alerts = build_alert_messages(events)
+        run_foreach_queries(alerts, checkpoint.parent, folder)
+        writer_folder = folder / FOREACH_WRITER
+        function_folder = folder / FOREACH_FUNCTION
+        by_writer = stored_files(writer_folder)
+        by_function = stored_files(function_folder)
+        alert_count = sum(text.count("\n") for _, text in by_writer.values())
+        print(
+            f"ForeachWriter -> {paths.display(writer_folder)}/<query id>: {len(by_writer)} files, "
+            f"{alert_count} alerts"
+        )
+        # The newest epochs' files: a re-run adds one epoch per run that found new input.
+        newest = list(by_writer.items())[-SHOW_FILES:]
+        narration.print_table(
+            ("file", "alerts"),
+            [(name.rsplit("/", 1)[-1], text.count("\n")) for name, (_, text) in newest],
+        )
+        print(
+            f"Function form -> {paths.display(function_folder)}: {len(by_function)} files, "
+            "one per alert"
+        )
+        replayed = checkpoints.forget_last_commit(checkpoint.parent / FOREACH_WRITER)
+        checkpoints.forget_last_commit(checkpoint.parent / FOREACH_FUNCTION)
+        if replayed is None:
+            say("No alert epoch has run yet, so there is nothing to replay: run the lesson again.")
+            return
+        print(
+            "Deleted the last commit of both foreach queries: to Spark, "
+            f"epoch {replayed} never finished."
+        )
+        run_foreach_queries(alerts, checkpoint.parent, folder)
+        print(f"ForeachWriter: {compare_files(by_writer, stored_files(writer_folder))}")
+        print(f"Function form: {compare_files(by_function, stored_files(function_folder))}")
+        say(f"""Spark ran epoch {replayed} again, with the same partitions and rows. For each
+            partition the writer's open() found the file of its (query id, partition, epoch)
+            and returned False: Spark called no process(), and close() wrote nothing. The
+            function form gets no epoch id and wrote every alert of the epoch again: harmless
+            here only because each file is named after the event id and gets the same text.
+            pyspark 4.2 promises the same rows for a (partition, epoch) in micro-batch mode
+            only.""")
+        say("""Where foreach fits: it is the general-purpose sink of real-time mode (lesson 13).
+            In Spark 4.2 real-time mode writes to Kafka, the console and foreach only, and
+            refuses foreachBatch (STREAMING_REAL_TIME_MODE.SINK_NOT_SUPPORTED). There a writer
+            should write each row in process(), keyed so that writing it twice is harmless:
+            holding rows until close() would hold them for the whole long batch. In micro-batch
+            mode prefer foreachBatch: foreach ships every row to a Python worker and makes one
+            Python call per row, where foreachBatch hands the whole batch to Spark's bulk
+            writers (Delta, JDBC, Kafka).""")
 
 
 if __name__ == "__main__":

@@ -8,8 +8,10 @@ What you'll learn
   - ``continuous`` (legacy): map-like queries only, no joins, no further development.
   - Real-time mode, ``trigger(realTime="5 seconds")`` (Spark 4.1+): long-running tasks
     that pass each record on at once; the duration is how often progress is checkpointed.
-  - What real-time mode refuses: any output mode but update, stateful operators, sources
-    other than Kafka, the memory and foreachBatch sinks, durations under 5 s.
+    Processing is exactly-once, the Kafka sink at-least-once: a failure can re-send up to one
+    batch duration of results.
+  - What real-time mode refuses in Spark 4.2: any output mode but update, stateful operators,
+    sources other than Kafka, the memory and foreachBatch sinks, durations under 5 s.
   - Latency measured Kafka -> Spark -> Kafka on the same messages: p50 and p90 for
     real-time mode against a micro-batch query with trigger 0.
 
@@ -299,8 +301,9 @@ def start_realtime_append(spark, bootstrap: str, kinds: DataFrame):
 def start_realtime_deduplicated(spark, bootstrap: str, kinds: DataFrame):
     """Real-time mode with dropDuplicates
 
-    Stateless operators only: no aggregation, dropDuplicates or stream-stream join; the
-    broadcast stream-static join of this lesson's pipeline is allowed."""
+    In Spark 4.2, stateless operators only: no aggregation, dropDuplicates or stream-stream
+    join; the broadcast stream-static join of this lesson's pipeline is allowed. (Spark 4.3's
+    guide lists more: aggregations and dropDuplicates.)"""
     # Every word seen so far must be remembered: that is state.
     words = read_messages(spark, bootstrap, LATENCY_TOPIC).dropDuplicates(["word"])
     return (
@@ -315,9 +318,9 @@ def start_realtime_deduplicated(spark, bootstrap: str, kinds: DataFrame):
 def start_realtime_rate(spark, bootstrap: str, kinds: DataFrame):
     """Real-time mode on the rate source
 
-    Kafka is the only source. start() accepts the rate source; the query dies a moment later,
-    which only query.exception() (or awaitTermination) tells you. Spark also logs it on
-    stderr."""
+    Kafka is the only source in Spark 4.2. start() accepts the rate source; the query dies a
+    moment later, which only query.exception() (or awaitTermination) tells you. Spark also
+    logs it on stderr."""
     numbers = (
         spark.readStream.format("rate")
         # One row a second, numbered: a source that is not Kafka.
@@ -335,8 +338,9 @@ def start_realtime_rate(spark, bootstrap: str, kinds: DataFrame):
 def start_realtime_memory(spark, bootstrap: str, kinds: DataFrame):
     """Real-time mode into the memory sink
 
-    Sinks: Kafka, console and foreach; memory and foreachBatch are refused. So are batch
-    durations under 5 seconds and asyncProgressTrackingEnabled."""
+    Sinks in Spark 4.2: Kafka, console and foreach; memory and foreachBatch are refused (Spark
+    4.3's guide adds the memory sink). So are batch durations under 5 seconds and
+    asyncProgressTrackingEnabled."""
     tagged = build_tagged(read_messages(spark, bootstrap, LATENCY_TOPIC), kinds)
     return (
         tagged.writeStream.format("memory")
@@ -397,7 +401,7 @@ def main(argv: list[str] | None = None) -> None:
                 at-least-once results, no progress reports. It gets no new features: for low
                 latency use real-time mode, which runs this pipeline.""")
 
-            banner("3. Real-time mode: what it refuses")
+            banner("3. Real-time mode: what it refuses in Spark 4.2")
             for start in (
                 start_realtime_append,
                 start_realtime_deduplicated,
@@ -445,6 +449,14 @@ def main(argv: list[str] | None = None) -> None:
             say(f"""Each Kafka partition needs a core of its own for the whole batch; with too
                 few, a partition is simply not read, with no error. This topic has
                 {PARTITIONS}: the other core runs micro-batches.""")
+            say("""What a failure costs: real-time mode writes its offsets and commit at the END
+                of each '5 seconds' batch, while its tasks have been sending results all along.
+                A query that failed mid-batch, started again on its checkpoint, runs that batch
+                again from the last commit's offsets: processing is exactly-once. But the Kafka
+                sink cannot take back what it sent, so up to one batch duration of results goes
+                out twice: at-least-once, as with micro-batches into Kafka (lesson 08); readers
+                dedupe by key. The duration trades that replay against checkpoint overhead: a
+                longer batch checkpoints less often and re-sends more after a failure.""")
 
 
 if __name__ == "__main__":

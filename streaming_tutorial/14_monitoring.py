@@ -5,7 +5,8 @@ What you'll learn
     ``spark.streams.active``; the progress fields that matter (durationMs, input vs processed
     rows per second, eventTime.watermark, stateOperators, a Kafka source's lag and offsets).
   - A Python ``StreamingQueryListener`` that prints one line per micro-batch and flags a batch
-    slower than its trigger and a lag that keeps growing; ``onQueryIdle`` when no data comes.
+    slower than its trigger and a lag that keeps growing; ``onQueryIdle`` when no data comes;
+    why its callbacks must be quick (one thread calls them all), and ``removeListener``.
   - A failing query: ``StreamingQueryException`` from ``awaitTermination``, ``query.exception()``
     and what the listener's ``onQueryTerminated`` received.
   - The Spark UI's Structured Streaming tab, event logs and the history server after the run,
@@ -126,9 +127,11 @@ WATERMARK_DELAY = "10 seconds"
 STATS_QUERY = "sensor_stats"
 QUARANTINE_QUERY = "sensor_quarantine"
 STRICT_QUERY = "strict_reader"
-# Given when the session is created: Prometheus metrics and the event log are read only then
-# (spark.conf.set is too late); onQueryIdle after 3 s without new data, not 10 s, would also
-# take spark.conf.set before start().
+# Given when the session is created. The event log (spark.eventLog.*) and the Prometheus servlet
+# (spark.metrics.conf.*, spark.metrics.namespace) are read only then: spark.conf.set is too late.
+# spark.sql.streaming.metricsEnabled and noDataProgressEventInterval (onQueryIdle after 3 s
+# without new data, not 10 s) are read by each query when it starts: spark.conf.set(...) before
+# start() works as well (a query already running keeps what it started with).
 EVENT_LOGS = paths.OUTPUT_DIR / "spark-events"  # every run's event log; --reset keeps it
 # The metrics' prefix; Spark's default is the application id, which changes every run.
 METRICS_NAMESPACE = "streaming_course"
@@ -283,8 +286,13 @@ class ProgressPrinter(StreamingQueryListener):
     This one prints a header when a watched query starts, one line per micro-batch it runs
     (flagged when slow or when the Kafka lag keeps growing), a line when it goes idle or ends;
     and it keeps every event (``lines``, ``idle``, ``terminated``). ``watch``: the query names
-    to print (None: all); the others' events are kept, not printed. The callbacks run on
-    Spark's listener thread: they only parse, print and append.
+    to print (None: all); the others' events are kept, not printed.
+
+    Spark calls onQueryProgress, onQueryIdle and onQueryTerminated of every listener of the
+    session one at a time, on one thread (the listener bus): a slow callback delays every later
+    event of every query and listener, and events queue up behind it (Spark drops them once the
+    queue is full). So these callbacks only parse, print and append; anything slow (a database,
+    an HTTP call) belongs on a thread or queue of your own.
     """
 
     def __init__(
@@ -532,9 +540,22 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"awaitTermination raised {type(error).__name__}: {first}")
             print(f"query.exception(): {narration.first_line(strict.exception())}")
             listener.print_terminated(STRICT_QUERY)
+            # Its last event is in: the listener is no longer needed. removeListener takes it off
+            # the listener bus (events not yet delivered to it are dropped); until then Spark
+            # calls it for every query this session starts.
+            spark.streams.removeListener(listener)
+            say("""A listener's callbacks run one at a time on Spark's listener-bus thread, the
+                same thread for every listener and query of the session: a slow callback delays
+                every event after it. Keep them quick, and remove a listener you no longer need
+                with spark.streams.removeListener(listener).""")
 
             banner("4. From outside: Prometheus metrics, and the history server after the run")
             metrics.print_streaming_metrics(snapshot, METRICS_NAMESPACE, STATS_QUERY)
+            say("""The Prometheus servlet (spark.metrics.conf.*) and the event log are read once,
+                when the session starts: they go in its builder (SESSION_CONF here).
+                spark.sql.streaming.metricsEnabled is read by each query when it starts:
+                spark.conf.set("spark.sql.streaming.metricsEnabled", "true") before start()
+                works too; a query already running keeps what it started with.""")
             metrics.print_history_server_hint(EVENT_LOGS)
 
 

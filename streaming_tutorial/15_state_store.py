@@ -5,8 +5,11 @@ What you'll learn
     ``StatefulProcessor`` with ValueState, ListState and MapState, ``handleInputRows(key, rows,
     timerValues)``, and ``handleExpiredTimer`` once the watermark passes a session's timer.
   - It needs the RocksDB state store: the default one fails, but only once the query runs.
-  - Reading state back: ``state-metadata``, ``statestore`` (a variable, the timers, the change
-    feed, a join side); ``dropDuplicatesWithinWatermark``; a state field added with avro.
+    State from a batch table (``initialState``, ``handleInitialState``), a TTL that expires
+    (ProcessingTime), and ``eventTimeColumnName`` for a window after the processor.
+  - Reading state back (an experimental source): ``state-metadata``, ``statestore`` (a
+    variable, the timers, the change feed, a join side, an older ``batchId``);
+    ``dropDuplicatesWithinWatermark``; a state field added with avro, renamed silently without.
 
 Run
   python streaming_tutorial/15_state_store.py            # the files in data/ecommerce_events
@@ -28,6 +31,10 @@ What you'll see
   spark.sql.streaming.stateStore.encodingFormat=avro, after the restart: [Row(user_id='U1', ...
   spark.sql.streaming.stateStore.encodingFormat=unsaferow (the default) starts, then fails ...
     [STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE] Provided value schema does not match existing ...
+  'count INT' renamed 'total INT' (the default encoding), after the restart: [Row(user_id='U1', ...
+  stateVarName=counts, batchId=0: 2 rows
+  with a TTL of 1.5 s, restarted once it has passed:
+  batch 2: 10:30:00-10:31:00 new users: 2
 """
 
 from __future__ import annotations
@@ -37,10 +44,15 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from lesson15_state_demos import (
+    describe_new_users,
+    print_batches,
     rows_of,
+    run_afresh,
     run_scenario,
+    run_twice,
     session_conf,
     start_restarted,
+    views_by,
     views_of_u1,
 )
 from pyspark import cloudpickle
@@ -79,6 +91,10 @@ ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateS
 # Spark's default provider: state in a hash map on the JVM heap, written as N.delta files.
 HDFS_PROVIDER = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+DEFAULT_STORE = {PROVIDER_CONF: HDFS_PROVIDER}  # part 4: an aggregation on Spark's default store
+# Part 8: in timeMode ProcessingTime every trigger runs a batch, new data or not (in Spark 4.2),
+# so an availableNow query would never end; with this off it ends once its input is read.
+NO_DATA_BATCHES_CONF = "spark.sql.streaming.noDataMicroBatches.enabled"
 # How state rows are encoded: 'unsaferow' (the default) or 'avro'; fixed at a checkpoint's
 # first start. Part 6 sets it for a checkpoint of its own.
 ENCODING_CONF = "spark.sql.streaming.stateStore.encodingFormat"
@@ -88,7 +104,8 @@ STATE_STORE_CONF = {
     # disk, off the JVM heap.
     PROVIDER_CONF: ROCKSDB_PROVIDER,
     # Changelog checkpointing: each micro-batch writes only what changed (N.changelog), and a
-    # snapshot (N.zip) now and then; the change feed of part 3 needs it.
+    # snapshot (N.zip) now and then. On RocksDB the change feed of part 3 needs it: the feed is
+    # read from those files (the default store writes N.delta files, and has a feed too).
     CHANGELOG_CONF: "true",
 }
 
@@ -112,6 +129,17 @@ REPLAYED = [
     [("E4", "10:33:00"), ("E2", "10:30:20")],
 ]
 FIRST_BATCHES = 2  # part 4 runs lessons 07 and 09 on the first micro-batches of their scenarios
+YESTERDAY = [("U1", 3), ("U2", 5)]  # part 7: yesterday's counts, a batch table
+YESTERDAY_SCHEMA = "user_id STRING, events INT"
+COUNT_TTL = timedelta(seconds=1.5)  # part 8: a count is dropped this long after its last update
+FIRST_VISITS_SCHEMA = "user_id STRING, first_seen TIMESTAMP"  # part 9's processor output
+NEW_USERS_WINDOW = "1 minute"  # part 9: new users are counted per minute of their first visit
+# Part 9: views (user, time of day), one list per micro-batch; U1 comes back in batch 1.
+FIRST_VISITS = [
+    [("U1", "10:30:05"), ("U2", "10:30:40"), ("U1", "10:30:50")],
+    [("U3", "10:31:20"), ("U1", "10:31:30")],
+    [("U4", "10:32:30")],
+]
 
 
 def read_events(spark, folder: Path) -> DataFrame:
@@ -198,14 +226,22 @@ class UserSessions(StatefulProcessor):
 
 
 class CountEvents(StatefulProcessor):
-    """Part 6: events per user in a ValueState of ``state_schema`` (its first field: the count;
-    any others stay null). Outputs what the state held before, as text."""
+    """Parts 6-8: events per user in a ValueState of ``state_schema`` (its first field: the
+    count; any others stay null). Outputs what the state held before, as text. ``ttl``: the
+    count is dropped that long (processing time) after its last update."""
 
-    def __init__(self, state_schema: str):
+    def __init__(self, state_schema: str, ttl: timedelta | None = None):
         self.state_schema = state_schema
+        self.ttl_ms = ttl and int(ttl.total_seconds() * 1000)
 
     def init(self, handle):
-        self.counts = handle.getValueState("counts", self.state_schema)
+        # ttlDurationMs: None keeps the value for ever. An update restarts its TTL.
+        self.counts = handle.getValueState("counts", self.state_schema, self.ttl_ms)
+
+    def handleInitialState(self, key, initialState, timerValues):
+        # Part 7: called in the first batch only, once per row of initialState (a Row with the
+        # initial DataFrame's columns), before that key's handleInputRows; it outputs nothing.
+        self.counts.update((initialState.events,) + (None,) * self.state_schema.count(","))
 
     def handleInputRows(self, key, rows, timerValues):
         kept = self.counts.get()
@@ -213,6 +249,22 @@ class CountEvents(StatefulProcessor):
         # The count, then a null for each further field of the schema.
         self.counts.update((events,) + (None,) * self.state_schema.count(","))
         yield Row(user_id=key[0], events=events, kept=str(kept))
+
+
+class FirstVisits(StatefulProcessor):
+    """Part 9: one row per user, the first time they are seen, at their first event's time."""
+
+    def init(self, handle):
+        self.first_seen = handle.getValueState("first_seen", "first_seen TIMESTAMP")
+
+    def handleInputRows(self, key, rows, timerValues):
+        first = min(row.timestamp for row in rows)
+        if not self.first_seen.exists():
+            self.first_seen.update((first,))
+            # With eventTimeColumnName, an output row must not be older than the watermark
+            # that dropped the input's late rows (EMITTING_ROWS_OLDER_THAN_WATERMARK_NOT_ALLOWED):
+            # an input row's own time never is.
+            yield Row(user_id=key[0], first_seen=first)
 
 
 def send_processors_by_value() -> None:
@@ -245,15 +297,54 @@ def build_sessions(
     )
 
 
-def build_event_counts(events: DataFrame, state_schema: str) -> DataFrame:
-    """Part 6: a count per user, kept in state of ``state_schema``; no timers ("None")."""
+def build_event_counts(
+    events: DataFrame,
+    state_schema: str = "events INT",
+    *,
+    yesterday: DataFrame | None = None,
+    ttl: timedelta | None = None,
+) -> DataFrame:
+    """Parts 6-8: a count per user, kept in state of ``state_schema``; no timers. ``yesterday``:
+    a batch DataFrame (user_id, events) the counts start from; ``ttl``: a count expires."""
     send_processors_by_value()
     return events.groupBy("user_id").transformWithState(
-        CountEvents(state_schema),
+        CountEvents(state_schema, ttl),
         COUNTS_SCHEMA,
         "Update",
-        "None",
+        # A TTL counts processing time: only timeMode ProcessingTime takes one (part 1).
+        "ProcessingTime" if ttl else "None",
+        # initialState: a batch DataFrame grouped by the same key; read in the first batch only.
+        initialState=yesterday.groupBy("user_id") if yesterday is not None else None,
     )
+
+
+def build_new_users_per_minute(
+    events: DataFrame, event_time_column: str = "first_seen"
+) -> DataFrame:
+    """Part 9: users seen for the first time, counted per minute of their first visit; each
+    minute is output once (append), when the watermark passes its end."""
+    send_processors_by_value()
+    first_visits = (
+        events.withWatermark("timestamp", WATERMARK_DELAY)
+        .groupBy("user_id")
+        .transformWithState(
+            FirstVisits(),
+            FIRST_VISITS_SCHEMA,
+            "Append",
+            "EventTime",
+            # The output's first_seen becomes the event-time column, under the input's
+            # watermark: the window below can close. "" (the default): the output has none.
+            eventTimeColumnName=event_time_column,
+        )
+    )
+    return first_visits.groupBy(F.window("first_seen", NEW_USERS_WINDOW)).agg(
+        F.count("*").alias("new_users")
+    )
+
+
+def build_events_per_user(events: DataFrame) -> DataFrame:
+    """Part 4: a plain aggregation, whose state any store keeps."""
+    return events.groupBy("user_id").count()
 
 
 def build_dedup_within_watermark(events: DataFrame) -> DataFrame:
@@ -294,7 +385,8 @@ def read_session_state(spark, checkpoint: Path) -> dict[str, DataFrame]:
         "key",
         F.timestamp_millis("expiration_timestamp_ms").alias("fires_once_the_watermark_passes"),
     )
-    # Only with changelog checkpointing: every batch's changes, from changeStartBatchId on.
+    # Every batch's changes, from changeStartBatchId on, read from the store's per-batch files:
+    # N.changelog on RocksDB (so only with changelog checkpointing), N.delta on the default store.
     states["readChangeFeed"] = (
         spark.read.format("statestore")
         .option("stateVarName", "session")
@@ -333,6 +425,32 @@ def read_other_lessons_state(spark, workdir: Path = OUTPUT) -> dict[str, DataFra
     }
 
 
+def read_count_changes(spark, store: dict[str, str], workdir: Path = OUTPUT) -> DataFrame:
+    """Part 4: events per user on the REPLAYED views, its state kept in ``store`` (the provider
+    settings, read when the query starts), then that state's change feed."""
+    inputs = {"events": (views_of_u1(REPLAYED), EVENTS)}
+    with session_conf(spark, store):
+        checkpoint = run_scenario(
+            spark, inputs, build_events_per_user, workdir / "feed", output_mode="update"
+        )
+    # The reader takes the provider from the checkpoint, not from the session.
+    return (
+        spark.read.format("statestore")
+        .option("readChangeFeed", True)
+        .option("changeStartBatchId", 0)
+        .load(paths.uri(checkpoint))
+    )
+
+
+def read_counts(spark, checkpoint: Path, batch_id: int | None = None) -> DataFrame:
+    """Part 7: the 'counts' state variable as of the last committed batch, or as of an older
+    ``batch_id`` (a version still in the checkpoint)."""
+    reader = spark.read.format("statestore").option("stateVarName", "counts")
+    if batch_id is not None:
+        reader = reader.option("batchId", batch_id)
+    return reader.load(paths.uri(checkpoint))
+
+
 def start_on_default_store(spark):
     """Part 1: the sessions on one batch of REPLAYED, into nothing: only whether Spark runs it
     matters."""
@@ -361,6 +479,19 @@ def start_evolved_counts(spark, encoding: str, workdir: Path = OUTPUT) -> tuple:
         workdir / "evolution" / encoding,
         # For the first run only: the checkpoint keeps the encoding it started with.
         settings={ENCODING_CONF: encoding},
+    )
+
+
+def start_renamed_counts(spark, workdir: Path = OUTPUT) -> tuple:
+    """Part 6: counts kept as (count), then restarted as (total), same type, with the default
+    encoding: (the restarted query, its Run)."""
+    return start_restarted(
+        spark,
+        lambda events: build_event_counts(events, "count INT"),
+        lambda events: build_event_counts(events, "total INT"),
+        views_of_u1(REPLAYED[:2]),
+        EVENTS,
+        workdir / "rename",
     )
 
 
@@ -438,13 +569,22 @@ def main(argv: list[str] | None = None) -> None:
             say("""Open sessions are there, closed ones gone (handleExpiredTimer cleared them).
                 With changelog checkpointing a batch writes its changes (N.changelog), and a
                 snapshot (N.zip) now and then; without it, every batch uploads a snapshot and
-                there is no change feed.""")
+                RocksDB has no change feed. Spark's guide marks the state data source
+                experimental: its options and output may change.""")
 
-        banner("4. What lessons 07 and 09 keep (rebuilt on a few of their events)")
+        banner(
+            "4. What lessons 07 and 09 keep (rebuilt on a few of their events), "
+            "and a change feed on the default store"
+        )
         print_states(read_other_lessons_state(spark))
+        changes = read_count_changes(spark, DEFAULT_STORE)
+        print_states(
+            {"events per user on the default (HDFS-backed) store, readChangeFeed": changes}
+        )
         say("""A windowed count keeps a row per open window (its count, and collect_list's
             buffer). A join keeps both sides' rows, matched or not, until the watermark passes
-            the time bound.""")
+            the time bound. The default store has a change feed too, read from its N.delta
+            files: only RocksDB without changelog checkpointing has none (in Spark 4.2).""")
 
         banner("5. Replayed events: dropDuplicatesWithinWatermark vs dropDuplicates")
         runs = replay(
@@ -468,9 +608,69 @@ def main(argv: list[str] | None = None) -> None:
             lambda: start_evolved_counts(spark, "unsaferow")[0],
             f"{ENCODING_CONF}=unsaferow (the default)",
         )
+        query, run = start_renamed_counts(spark)
+        renamed = rows_of(query, run)
+        print(
+            f"'count INT' renamed 'total INT' (the default encoding), after the restart: {renamed}"
+        )
         say("""The encoding is fixed at a checkpoint's start. Avro reads the old (3,) with the
-            new schema, the new field null; the default encoding refuses any change of the
-            schema.""")
+            new schema, the new field null. The default encoding checks only the number and
+            types of the fields (in Spark 4.2): it refuses a field added, dropped or retyped,
+            but takes a renamed one silently and reads the old value by position.""")
+
+        banner("7. State from yesterday's batch table: initialState, read back at an older batchId")
+        yesterday = spark.createDataFrame(YESTERDAY, YESTERDAY_SCHEMA)
+        run, checkpoint = run_afresh(
+            spark,
+            lambda events: build_event_counts(events, yesterday=yesterday),
+            views_of_u1(REPLAYED[:2]),
+            EVENTS,
+            OUTPUT / "yesterday",
+        )
+        print(f"Yesterday's counts: {YESTERDAY}")
+        print_batches("Today's views of U1, counted on from yesterday", run)
+        print_states(
+            {
+                "stateVarName=counts": read_counts(spark, checkpoint),
+                "stateVarName=counts, batchId=0": read_counts(spark, checkpoint, batch_id=0),
+            }
+        )
+        say("""handleInitialState ran in batch 0 for every key of the batch table, U2 too,
+            which no event of today's stream named. batchId reads the state as it was after
+            that batch, while the checkpoint still keeps that version.""")
+
+        banner(f"8. A TTL that expires: {COUNT_TTL.total_seconds():g} s, timeMode ProcessingTime")
+        runs = run_twice(
+            spark,
+            lambda events: build_event_counts(events, ttl=COUNT_TTL),
+            views_of_u1(REPLAYED[:2]),
+            EVENTS,
+            OUTPUT / "ttl",
+            wait_seconds=COUNT_TTL.total_seconds(),
+            settings={NO_DATA_BATCHES_CONF: "false"},
+        )
+        print(f"with a TTL of {COUNT_TTL.total_seconds():g} s, restarted once it has passed:")
+        print_batches("first run", runs[0])
+        print_batches("second run", runs[1])
+        say("""The second run's batch started more than the TTL after the count was written:
+            get() finds nothing (kept='None') and counting starts again. A TTL counts
+            processing time, so only timeMode ProcessingTime takes one; there every trigger
+            runs a batch, new data or not, and availableNow ends only with
+            spark.sql.streaming.noDataMicroBatches.enabled=false (in Spark 4.2).""")
+
+        banner("9. eventTimeColumnName: a window after the processor")
+        run, _ = run_afresh(
+            spark,
+            build_new_users_per_minute,
+            views_by(FIRST_VISITS),
+            EVENTS,
+            OUTPUT / "first-visits",
+            output_mode="append",
+        )
+        print_batches("New users per minute of their first visit", run, describe_new_users)
+        say("""transformWithState's output has no event-time column of its own: an append-mode
+            window on it is refused. eventTimeColumnName makes first_seen one, under the
+            input's watermark, so each minute is output once the watermark passes its end.""")
 
 
 if __name__ == "__main__":

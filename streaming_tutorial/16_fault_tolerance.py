@@ -4,7 +4,10 @@ What you'll learn
   - Exactly once after real kills: a replayable source + offsets logged first + an idempotent sink.
   - What a checkpoint holds and how a restart reads it; a windowed count survives the kills,
     another grouping key is refused (and the ways out).
-  - For contrast: a sink that ignores the batch id writes rows twice; a socket loses lines.
+  - For contrast: a ``batch.write`` in foreachBatch that ignores the batch id writes rows twice
+    (Spark's own file sink does not); a socket loses lines.
+  - What each sink guarantees when a batch runs again: files and Delta exactly-once, Kafka
+    at-least-once, foreachBatch and foreach only when made idempotent, memory and console not.
 
 Run
   python streaming_tutorial/16_fault_tolerance.py
@@ -16,7 +19,7 @@ What you'll see
   kill 1, before the offsets of part-b.json are written: events: offsets/ 0, commits/ 0; ...
   kill 2, after the sink wrote batch 1, before its commit: events: offsets/ 0 1, commits/ 0; ...
   Delta table (txnAppId/txnVersion): rows lost: 0, rows duplicated: 0
-  plain JSON files (no batch id):    rows lost: 0, rows duplicated: 12
+  batch.write.json() (no batch id):  rows lost: 0, rows duplicated: 12
   offsets/1:
     {"batchWatermarkMs":1736937058000,"batchTimestampMs":1795437577412,"conf":{"spark.sql.streaming.st...
     {"logOffset":1}
@@ -25,6 +28,11 @@ What you'll see
     [STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE] Provided key schema does not match existing state ...
   A restart on the same checkpoint, once a line arrives, starts, then fails (query.exception()):
     Offsets committed out of order: 1 followed by -1 SQLSTATE: XXKST
+  ...
+    sink                   after a replay      how
+    files                  exactly-once        _spark_metadata lists each batch's files
+    Delta                  exactly-once        its log holds (query id, batch id)
+  ...
 """
 
 from __future__ import annotations
@@ -65,9 +73,21 @@ WINDOW = "1 minute"
 # The records are out of order by at most 5 s: none is ever late.
 WATERMARK = "1 minute"
 # After batch 0 the child plans nothing more: new files stay unlogged until it is killed.
-WAIT_FOR_KILL = {"processingTime": "1 hour"}
+# Spark fires a processing-time trigger at the next whole multiple of its interval since
+# 1970-01-01 UTC, not one interval after the last batch: "1 hour" would plan a new batch at the
+# top of the next hour, which may come a second after batch 0. The next multiple of 36,500 days
+# is in December 2069, whatever the clock says today.
+WAIT_FOR_KILL = {"processingTime": "36500 days"}
 AVAILABLE_NOW = {"availableNow": True}
 SOCKET_TRIGGER = "200 milliseconds"  # the socket query looks for new lines this often
+# What each sink guarantees when Spark runs a batch again after a failure (section 6).
+SINK_GUARANTEES = [
+    ("files", "exactly-once", "_spark_metadata lists each batch's files"),
+    ("Delta", "exactly-once", "its log holds (query id, batch id)"),
+    ("Kafka, both modes", "at-least-once", "a replay sends again: dedupe by key"),
+    ("foreachBatch, foreach", "at-least-once", "exactly-once if keyed by query + batch id"),
+    ("memory, console", "not fault-tolerant", "nothing survives the process"),
+]
 
 
 def read_records(spark, folder: Path) -> DataFrame:
@@ -102,8 +122,8 @@ def build_window_counts(records: DataFrame, *keys: str) -> DataFrame:
 
 
 def write_events(batch: DataFrame, batch_id: int, where) -> None:
-    """The foreachBatch function: each batch to a Delta table once, and to plain JSON files for
-    contrast."""
+    """The foreachBatch function: each batch to a Delta table once, and to plain JSON files
+    (``batch.write``, not Spark's file sink) for contrast."""
     batch.persist()
     # Delta commits (txnAppId, txnVersion) with the data, atomically: a replayed batch id is
     # found in the table's log and skipped.
@@ -114,7 +134,8 @@ def write_events(batch: DataFrame, batch_id: int, where) -> None:
         .option("txnVersion", batch_id)
         .save(paths.uri(where.events))
     )
-    # A plain file append knows no batch id: a replayed batch adds its rows again.
+    # A plain batch file append knows no batch id: a replayed batch adds its rows again. (Spark's
+    # streaming file sink, writeStream.format("json"), would not: see section 6.)
     batch.write.mode("append").json(paths.uri(where.plain))
     batch.unpersist()
 
@@ -302,13 +323,19 @@ def main(argv: list[str] | None = None) -> None:
         print(
             f"after the restart: {logged_batches(where)}\n"
             f"Delta table (txnAppId/txnVersion): {delta}\n"
-            f"plain JSON files (no batch id):    {plain}"
+            f"batch.write.json() (no batch id):  {plain}"
         )
         say("""Both 0 for Delta: the file source can replay, Spark logs a batch's offsets BEFORE
             it runs it, and the sink is idempotent. Kill 1 left part-b.json in no offsets file:
             the restart planned it as batch 1. Kill 2 left offsets/1 without commits/1: the
             restart ran batch 1 again, same id, same files; Delta found (query id, 1) in its log
-            and skipped it, while the plain files got batch 1 twice.""")
+            and skipped it, while batch.write.json() appended batch 1 a second time.""")
+        say("""Those JSON files are a plain batch write inside foreachBatch, not Spark's file
+            sink. writeStream.format("json") is exactly-once by itself: it lists each batch's
+            files in _spark_metadata in its output folder and skips a batch id listed there.
+            Read its output through that folder (spark.read on it uses the list): files of a
+            batch cut off by a crash may lie beside the listed ones, and a reader of the files
+            themselves (a glob, another tool) would count them.""")
 
         banner("2. The checkpoint folder, after the crashes")
         crash.print_checkpoint(where.checkpoints / "windows", "offsets/1", "commits/1")
@@ -357,6 +384,19 @@ def main(argv: list[str] | None = None) -> None:
             old checkpoint that count restarts below the committed one and the query fails; on
             a new one it runs, but what was sent while no query listened is gone. Use files or
             Kafka.""")
+
+        banner("6. What each sink guarantees when a batch runs again")
+        narration.print_table(("sink", "after a replay", "how"), SINK_GUARANTEES)
+        say("""A restart re-runs the last uncommitted batch with the same input (section 2), so
+            after a failure a sink may be given a batch twice. Spark's file sink and Delta sink
+            skip a batch id they already hold. The Kafka sink cannot take a message back, in
+            micro-batches and in real-time mode alike (lesson 13): readers dedupe by key.
+            foreachBatch and foreach are at-least-once unless you key each write by the query
+            id and the batch id: Delta's txnAppId/txnVersion as in section 1, or lesson 10's
+            database upsert that records the batch id in the same transaction; a ForeachWriter
+            gets the batch id as open(partition_id, epoch_id) and may skip a partition and
+            epoch it already wrote. The memory and console sinks keep nothing across a restart
+            (a memory table in complete mode is rebuilt from the query's state: lesson 17).""")
 
 
 if __name__ == "__main__":

@@ -6,8 +6,8 @@ What you'll learn
     a memory table asked with SQL), sessions (session_window, append; a 1-minute gap), trending
     products (complete, into Delta), alerts, and a quarantine for lines that are no usable event.
   - Alerts (large purchases, a category's revenue dropping well below its recent average)
-    written once per alert: by query id and batch id, so a replayed micro-batch writes nothing
-    twice.
+    keyed by query id and batch id, so a replayed micro-batch writes nothing twice; a query
+    started over writes its alerts again, and the reader keeps one per alert id.
   - A terminal dashboard (rich) from the sinks and each query's progress; a summary and a PNG.
 
 Run
@@ -586,11 +586,21 @@ def main(argv: list[str] | None = None) -> None:
                 board.refresh()
         say(f"""Seven queries, each on its own trigger and checkpoint in
             {paths.display(checkpoints)}/<query>, sharing the driver's cores. Reset one (delete
-            its checkpoint) and it alone reads its input again; its files are named after its
-            query id, new with a new checkpoint, so they do not mix with the old, and no alert
-            goes out twice (the quarantine, a file sink, needs its folder deleted too: its log
-            skips batch ids it saw). Trending is in complete mode: Delta replaces the table in
-            one commit; a Parquet sink can only add files, so Spark refuses it (lesson 11).""")
+            its checkpoint) and it alone reads its input again, with a new query id; its files
+            are named after that id, so they do not mix with the old (the quarantine, a file
+            sink, needs its folder deleted too: its log skips batch ids it saw). Trending is in
+            complete mode: Delta replaces the table in one commit; a Parquet sink can only add
+            files, so Spark refuses it (lesson 11).""")
+        say("""The alerts: a replayed micro-batch (same query id, same batch id) rewrites its
+            alert file with the same lines, so a replay adds nothing: that much is exactly-once.
+            An alerts query started over (a new checkpoint) writes every alert again, to files
+            of its new id; read_alerts (lesson17_alerts.py), the dashboard's reader, keeps one
+            per alert id: the repeats are removed by the reader, not by Spark. With --alerts
+            kafka, a marker per batch lists the alert ids sent, and an id already listed is not
+            sent again, across replays and restarts alike; but a crash after Kafka took the
+            alerts and before the marker is written sends them again on the replay. Each alert
+            carries its alert_id as key, for consumers to drop repeats (exactly-once into Kafka
+            would need Kafka transactions).""")
 
         banner("2. The funnel, asked with SQL (the memory table 'funnel')")
         print(FUNNEL_SQL)

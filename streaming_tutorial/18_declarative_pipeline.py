@@ -7,10 +7,12 @@ What you'll learn
   - ``spark-pipelines dry-run`` checks the whole graph without reading data; ``run`` updates every
     table in the order their reads imply, with the checkpoints it manages itself.
   - A pipeline is submitted to a running Spark Connect endpoint (``--remote sc://host:port``), as
-    to a cluster: here the lesson's own session serves one, so no command starts a Spark of its own.
+    to a cluster: here the lesson's own session serves one, so no command starts a Spark of its own
+    (without ``--remote``, each command starts a local Spark of its own).
   - A second run is incremental: streaming tables read only new input; materialized views are
     recomputed in full. The gold views equal lesson 17's queries on the same input.
-  - When a declarative pipeline beats hand-written queries, and when it does not.
+  - When a declarative pipeline beats hand-written queries, and when it does not; what else SDP
+    declares in Spark 4.2: sinks (Kafka), several flows into one table, auto CDC, temporary views.
 
 Run
   python streaming_tutorial/18_declarative_pipeline.py          # --reset: start with empty tables
@@ -179,8 +181,9 @@ def main(argv: list[str] | None = None) -> None:
             over silver_events. No file starts a query, names a checkpoint or says what runs
             first: spark-pipelines reads the definitions, orders the tables by what each one
             reads, and runs them. The command goes to a Spark Connect endpoint: this lesson's
-            session serves one, as a shared Spark (a cluster) would; --remote "local[2]"
-            would start a private Spark for each command. As you would type it:""")
+            session serves one, as a shared Spark (a cluster) would. Without --remote (its
+            default is "local"), or with --remote "local[2]", each command would start a
+            private local Spark of its own. As you would type it:""")
         print(f"  {pipelines.shell_line(pipeline, 'run')}")
 
         banner("2. spark-pipelines dry-run: the graph checked, no data read")
@@ -211,9 +214,12 @@ def main(argv: list[str] | None = None) -> None:
         )
         say("""The streaming tables appended only what was new: their checkpoints (under
             checkpoints/18_declarative_pipeline) remember what they read. The materialized views
-            were recomputed from all of silver_events: always the whole answer. The runs take
-            one flow at a time (lesson18_pipeline_runner.py says why): with several, silver
-            started alongside bronze and missed what bronze appended in the same run.""")
+            were recomputed from all of silver_events: always the whole answer. A pipeline
+            orders its flows by what they read: a flow starts once every flow it reads from has
+            finished, as gold waits for silver here. In Spark 4.2 that order did not hold for
+            silver's streaming read of bronze_events in a second run, once the table existed
+            (lesson18_pipeline_runner.py shows the event log), so the runs take one flow at a
+            time (spark.sql.pipelines.execution.maxConcurrentFlows=1).""")
         quarantine = read_table(spark, "silver_quarantine")
         quarantine.select("source_file", "reason").show(truncate=False)
 
@@ -227,13 +233,25 @@ def main(argv: list[str] | None = None) -> None:
         banner("6. When to declare a pipeline, and when to write the queries")
         costs = pipelines.costs(dry, first, second)
         say(f"""Declared wins when tables feed tables: the order, the checkpoints, a full refresh
-            of one table (run --full-refresh silver_events), a dry-run in CI, one graph to read.
+            (run --full-refresh silver_events empties that table and reads all its input again;
+            --full-refresh-all does it for every table), a dry-run in CI, one graph to read.
             It runs as a job sent to a Spark endpoint (each command here: {costs}; the one JVM
             is the command's launcher, the work ran in the lesson's session), so it suits
             refreshes every few minutes or hours. Hand-written queries win for results within
-            seconds (a query that keeps running), for sinks a pipeline does not write (Kafka,
-            foreachBatch, a live dashboard like lesson 17's), and for control over triggers and
-            state. Both can compute the same figures, as the comparison above shows.""")
+            seconds (a query that keeps running), for what a pipeline's sink cannot be (a
+            foreachBatch function, a live dashboard like lesson 17's), and for control over
+            triggers and state. Both can compute the same figures, as the comparison above
+            shows.""")
+        say("""What else SDP declares in Spark 4.2 (pyspark.pipelines), not used here: a sink,
+            dp.create_sink("alerts", format="kafka", options={...}), written by a streaming flow,
+            @dp.append_flow(target="alerts"): a pipeline can write to Kafka, or any format
+            writeStream knows, but not to a Python function. Several flows into one table:
+            dp.create_streaming_table("events"), then one @dp.append_flow(target="events") per
+            source. dp.create_auto_cdc_flow(target=..., source=..., keys=[...],
+            sequence_by=...): a change feed (upserts, and deletes with apply_as_deletes) applied
+            to a streaming table, one row per key (SCD type 1 only). @dp.temporary_view: a step
+            the flows read, not visible outside the pipeline. And spark-pipelines init --name
+            NAME writes a new project: a spec, a Python and a SQL example.""")
 
 
 if __name__ == "__main__":

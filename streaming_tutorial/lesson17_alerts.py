@@ -12,9 +12,11 @@ before. Lesson 17's foreachBatch functions call:
   written atomically; a replay rewrites the same file with the same lines.
 - ``read_batch_files``: every row of one query's batch files, each with its ``batch_id``, in
   order.
-- ``write_alerts_once``: alerts to ``<kind>-<query id>-batch-<id>.json`` files, or to a Kafka
-  topic with a marker file per batch sent that lists its alert ids: an alert already sent
-  (a replay, or a query started over) is not sent again.
+- ``write_alerts_once``: alerts to ``<kind>-<query id>-batch-<id>.json`` files (a replay
+  rewrites the same file; a query started over writes its alerts again, to files of its new
+  id, and ``read_alerts`` keeps one per alert id), or to a Kafka topic with a marker file per
+  batch sent that lists its alert ids: an alert already sent (a replay, or a query started
+  over) is not sent again, unless a crash came between the send and the marker.
 - ``find_revenue_drops``: the rule "a category whose revenue in a window drops well below
   its recent average", a pure function of closed windows.
 """
@@ -134,11 +136,13 @@ def write_alerts_once(
     """Write a batch's alerts once: to ``folder/<kind>-<query>-batch-<id>.json``, or to Kafka
     (``kafka``: bootstrap, topic).
 
-    Files: a replayed batch rewrites its file with the same lines. Kafka cannot take a message
-    back, so a marker file ``folder/sent/<kind>-<query>-<id>`` lists the alert ids of each batch
-    sent, after Kafka acknowledged them; an alert listed in any marker is not sent again. (A
-    crash between the send and the marker still sends twice: every alert carries its ``alert_id``
-    as key, for consumers to drop repeats. Exactly-once into Kafka needs Kafka transactions.)
+    Files: a replayed batch rewrites its file with the same lines; a query started over (a new
+    query id) writes its alerts again, to new files, and ``read_alerts`` keeps one of each.
+    Kafka cannot take a message back, so a marker file ``folder/sent/<kind>-<query>-<id>``
+    lists the alert ids of each batch sent, after Kafka acknowledged them; an alert listed in
+    any marker is not sent again. (A crash between the send and the marker still sends twice:
+    every alert carries its ``alert_id`` as key, for consumers to drop repeats. Exactly-once
+    into Kafka needs Kafka transactions.)
     Returns the alerts written or sent.
     """
     if kafka is None:

@@ -218,9 +218,19 @@ def server_conf(pipeline: Pipeline) -> dict[str, str]:
         # derby.log here, not in the folder the lesson was started from (added after the
         # course's JVM options).
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={pipeline.home.resolve()}",
-        # One flow at a time, in the graph's order. With several, a run started silver (a streaming
-        # table reading bronze_events) alongside bronze, and silver missed the lines bronze appended
-        # in that run: measured on pyspark 4.2.0, a second run's silver read nothing new.
+        # One flow at a time. SDP's contract is that a flow starts once every flow it reads
+        # from has finished (a performance setting, this, not an ordering one), and gold waits
+        # for silver. But measured on pyspark 4.2.0 without it, the second run's event log read:
+        #   Flow spark_catalog.default.bronze_events is RUNNING.
+        #   Flow spark_catalog.default.silver_quarantine is STARTING.
+        #   Flow spark_catalog.default.silver_events is STARTING.
+        #   Flow spark_catalog.default.bronze_events has COMPLETED.
+        # so silver missed the lines bronze appended in that run (gold then differed from
+        # lesson 17's figures). The first run waited for bronze, as it should. The same happened
+        # with the read written spark_catalog.default.bronze_events and as
+        # spark.sql("... FROM STREAM(bronze_events)"): once bronze_events exists in the
+        # catalog, SDP did not count silver's read of it as a dependency. One flow at a time
+        # keeps the graph's order whatever it sees.
         "spark.sql.pipelines.execution.maxConcurrentFlows": "1",
     }
 

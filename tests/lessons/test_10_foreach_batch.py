@@ -3,7 +3,9 @@ Kafka.
 
 Each test writes finite, hand-made micro-batches and checks the exact rows that land in
 every destination, first time and on a replay of the same batch id. The database's replay
-guard, ``apply_batch_once``, is tested on its own too.
+guard, ``apply_batch_once``, is tested on its own too. So are the two forms of
+``writeStream.foreach``: the ForeachWriter's files per (query id, partition, epoch), which a
+replayed epoch leaves alone, and the function form's file per alert, which it writes again.
 """
 
 from __future__ import annotations
@@ -65,6 +67,29 @@ ADD = (
     "INSERT INTO totals (name, amount, note) VALUES (?, ?, ?) "
     "ON CONFLICT (name) DO UPDATE SET amount = totals.amount + excluded.amount"
 )
+# A batch that raises no alert: a view only.
+NO_ALERT_BATCH = [shop_event(7, "USER-5", "view", "10:32:00", price=1299.99)]
+# The alerts FIRST_BATCH and SECOND_BATCH raise, as the foreach sinks store them.
+ALERT_2 = {
+    "event_id": "EVT-000002",
+    "user_id": "USER-1",
+    "product_id": "P001",
+    "product_name": "Coffee Maker",
+    "quantity": 1,
+    "amount": 1299.99,
+    "timestamp": "2025-01-15T10:30:05.000Z",
+    "rule": "purchase >= 500",
+}
+ALERT_5 = {
+    "event_id": "EVT-000005",
+    "user_id": "USER-4",
+    "product_id": "P009",
+    "product_name": "Coffee Maker",
+    "quantity": 4,
+    "amount": 636.0,
+    "timestamp": "2025-01-15T10:31:00.000Z",
+    "rule": "purchase >= 500",
+}
 
 
 def parsed_batch(spark, records, extra_lines=()):
@@ -255,6 +280,125 @@ def test_a_value_of_an_unknown_type_is_refused_before_the_database_sees_it(spark
     assert database.query(spark, jdbc, "SELECT COUNT(*) FROM applied_batches") == [(0,)]
 
 
+def run_foreach(spark, start, folder, checkpoint, out):
+    """One availableNow run of one of the lesson's foreach queries on the folder's files."""
+    events = lesson.read_events(spark, folder)
+    query = start(lesson.build_alert_messages(events), checkpoint, {"availableNow": True}, out)
+    finish([query])
+    return query
+
+
+def alerts_in(files):
+    """stored_files' result as {file name: [each line, parsed]}."""
+    return {
+        name: [json.loads(line) for line in text.splitlines()] for name, (_, text) in files.items()
+    }
+
+
+def write_by_hand(writer, partition_id, epoch_id, rows, error=None):
+    """What pyspark 4.2 does with a ForeachWriter in one task (DataStreamWriter.foreach,
+    _construct_foreach_function): open(); process() each row only if open() returned true;
+    close() with the error that stopped the rows, or None."""
+    if writer.open(partition_id, epoch_id):
+        for row in rows:
+            writer.process(row)
+    writer.close(error)
+
+
+def test_a_foreach_writer_writes_each_partition_of_each_epoch_once(spark, tmp_path):
+    folder, checkpoint, out = tmp_path / "in", tmp_path / "chk", tmp_path / "out"
+
+    # One new file per run: one epoch per run, one partition per file.
+    write_atomically(folder, "batch-0.json", json_lines(FIRST_BATCH))
+    query = run_foreach(spark, lesson.start_alert_writer, folder, checkpoint, out)
+    write_atomically(folder, "batch-1.json", json_lines(SECOND_BATCH))
+    run_foreach(spark, lesson.start_alert_writer, folder, checkpoint, out)
+    written = lesson.stored_files(out)
+
+    # The folder is named after the query's id, read by open() inside the task.
+    assert alerts_in(written) == {
+        f"{query.id}/epoch-000000-part-00000.json": [ALERT_2],
+        f"{query.id}/epoch-000001-part-00000.json": [ALERT_5],
+    }
+
+    # A crash before the commit: Spark runs epoch 1 again, and open() skips its partition.
+    assert checkpoints.forget_last_commit(checkpoint) == 1
+    replay = run_foreach(spark, lesson.start_alert_writer, folder, checkpoint, out)
+    assert replay.id == query.id
+    assert lesson.stored_files(out) == written  # same names, same inodes: not written again
+    assert (
+        lesson.compare_files(written, lesson.stored_files(out))
+        == "2 -> 2 files, 0 written again, 0 with other text"
+    )
+
+    # The same replay by hand, in the driver: partition 0 of epoch 1, with other rows.
+    writer = lesson.AlertFileWriter(out, query_id=query.id)
+    assert writer.open(0, 1) is False
+    writer.close(None)
+    write_by_hand(writer, 0, 1, [Row(key="EVT-000005", value='{"replayed": true}')])
+    write_by_hand(writer, 0, 0, [Row(key="EVT-000002", value='{"replayed": true}')])
+    assert lesson.stored_files(out) == written
+
+    # An epoch without alerts still gets its file: it says the partition is done.
+    write_atomically(folder, "batch-2.json", json_lines(NO_ALERT_BATCH))
+    run_foreach(spark, lesson.start_alert_writer, folder, checkpoint, out)
+    assert alerts_in(lesson.stored_files(out)) == {
+        f"{query.id}/epoch-000000-part-00000.json": [ALERT_2],
+        f"{query.id}/epoch-000001-part-00000.json": [ALERT_5],
+        f"{query.id}/epoch-000002-part-00000.json": [],
+    }
+
+
+def test_a_foreach_writer_commits_a_partition_in_close_and_only_without_an_error(tmp_path):
+    writer = lesson.AlertFileWriter(tmp_path, query_id="query-a")
+    rows = [Row(key="EVT-1", value='{"n": 1}'), Row(key="EVT-2", value='{"n": 2}')]
+
+    # The task fails half-way: close() gets the error and writes nothing.
+    write_by_hand(writer, 3, 7, rows[:1], error=RuntimeError("task failed"))
+    assert lesson.stored_files(tmp_path) == {}
+    # Spark retries it: nothing was written, so open() takes the rows.
+    write_by_hand(writer, 3, 7, rows)
+    # The same partition and epoch again (a replay): open() refuses, the file stays.
+    write_by_hand(writer, 3, 7, [Row(key="EVT-3", value='{"n": 3}')])
+    # Another partition of the same epoch, and the same partition of another query: new files.
+    write_by_hand(writer, 4, 7, rows[1:])
+    write_by_hand(lesson.AlertFileWriter(tmp_path, query_id="query-b"), 3, 7, rows[1:])
+
+    assert alerts_in(lesson.stored_files(tmp_path)) == {
+        "query-a/epoch-000007-part-00003.json": [{"n": 1}, {"n": 2}],
+        "query-a/epoch-000007-part-00004.json": [{"n": 2}],
+        "query-b/epoch-000007-part-00003.json": [{"n": 2}],
+    }
+    assert sorted(path.name for path in tmp_path.rglob("*")) == [
+        "epoch-000007-part-00003.json",
+        "epoch-000007-part-00003.json",
+        "epoch-000007-part-00004.json",
+        "query-a",
+        "query-b",
+    ]  # no temporary file left behind
+
+
+def test_the_foreach_function_writes_a_file_per_alert_and_a_replay_writes_them_again(
+    spark, tmp_path
+):
+    folder, checkpoint, out = tmp_path / "in", tmp_path / "chk", tmp_path / "out"
+    write_atomically(folder, "batch-0.json", json_lines(FIRST_BATCH))
+    write_atomically(folder, "batch-1.json", json_lines(SECOND_BATCH + NO_ALERT_BATCH))
+
+    run_foreach(spark, lesson.start_alerts_by_function, folder, checkpoint, out)
+    written = lesson.stored_files(out)
+    assert alerts_in(written) == {"EVT-000002.json": [ALERT_2], "EVT-000005.json": [ALERT_5]}
+
+    # Both files were one epoch: its replay calls the function for every alert again.
+    assert checkpoints.forget_last_commit(checkpoint) == 0
+    run_foreach(spark, lesson.start_alerts_by_function, folder, checkpoint, out)
+    again = lesson.stored_files(out)
+    assert (
+        lesson.compare_files(written, again) == "2 -> 2 files, 2 written again, 0 with other text"
+    )
+    assert alerts_in(again) == alerts_in(written)  # keyed by event id: no alert twice
+
+
 @pytest.mark.kafka
 @pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning")
 @pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning")
@@ -311,3 +455,31 @@ def test_lesson_10_runs_by_itself(course_home):
         out,
     )
     assert counts and counts[1] == counts[2] and counts[3] == counts[4] and counts[5] == counts[6]
+    # Section 4: writeStream.foreach, both forms, and a replayed epoch.
+    writer = re.search(
+        r"^ForeachWriter -> \S*alerts_foreach_writer/<query id>: (\d+) files, (\d+) alerts$",
+        out,
+        re.MULTILINE,
+    )
+    function = re.search(
+        r"^Function form -> \S*alerts_foreach_function: (\d+) files, one per alert$",
+        out,
+        re.MULTILINE,
+    )
+    assert writer and function and int(writer[1]) >= 1 and writer[2] == function[1]
+    assert "  file                          alerts" in out
+    assert re.search(
+        r"^Deleted the last commit of both foreach queries: to Spark, epoch 0 never finished\.$",
+        out,
+        re.MULTILINE,
+    )
+    assert (
+        f"ForeachWriter: {writer[1]} -> {writer[1]} files, 0 written again, 0 with other text"
+        in out
+    )
+    # A first run reads every file in one epoch: its replay writes every alert's file again.
+    alerts = function[1]
+    assert (
+        f"Function form: {alerts} -> {alerts} files, {alerts} written again, 0 with other text"
+        in out
+    )

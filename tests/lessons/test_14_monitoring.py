@@ -211,6 +211,73 @@ def test_an_idle_query_gets_on_query_idle(spark, listener, tmp_path):
     assert [(line.batch_id, line.rows) for line in listener.lines] == [(0, 1)]
 
 
+def test_a_removed_listener_hears_nothing_while_one_still_added_hears_the_query_end(
+    spark, tmp_path
+):
+    removed, kept = attach_listener(spark), attach_listener(spark)
+    spark.streams.removeListener(removed)  # what lesson 14's main does once it is done with one
+    write_atomically(tmp_path / "in", "a.txt", "x\n")
+    try:
+        query = (
+            spark.readStream.text(str(tmp_path / "in"))
+            .writeStream.format("noop")
+            .queryName("after_remove")
+            .trigger(availableNow=True)
+            .start()
+        )
+        finish([query])
+        # One bus calls every listener still added with each event: once the kept one has heard
+        # the query end, the removed one would have heard all of it too.
+        assert kept.wait_for(
+            lambda: any(ended.query == "after_remove" for ended in kept.terminated), EVENTS_WAIT
+        ), "no onQueryTerminated"
+    finally:
+        spark.streams.removeListener(kept)
+    assert [(line.batch_id, line.rows) for line in kept.batches_of("after_remove")] == [(0, 1)]
+    heard = [
+        *removed.names.values(),
+        *(line.query for line in removed.lines),
+        *(ended.query for ended in removed.terminated),
+    ]
+    assert not {"after_remove", str(query.id)[:8]} & set(heard), heard
+    assert not any("after_remove" in line for line in removed.printed)
+
+
+def streaming_metrics_sources(spark, query_name: str) -> int:
+    """How many metrics sources named ``spark.streaming.<query_name>`` the driver's metrics system
+    holds: one while a query started with spark.sql.streaming.metricsEnabled runs."""
+    metrics_system = spark.sparkContext._jvm.org.apache.spark.SparkEnv.get().metricsSystem()
+    return metrics_system.getSourcesByName(f"spark.streaming.{query_name}").size()
+
+
+@pytest.mark.parametrize("enabled", ["true", "false"])
+def test_metrics_enabled_set_at_runtime_is_read_by_the_query_that_starts_next(
+    spark, tmp_path, enabled
+):
+    name = f"metrics_{enabled}"
+    write_atomically(tmp_path / "in", "a.txt", "x\n")
+    # The session was created long ago: no builder setting, a runtime one before start().
+    spark.conf.set("spark.sql.streaming.metricsEnabled", enabled)
+    try:
+        query = (
+            spark.readStream.text(str(tmp_path / "in"))
+            .writeStream.format("noop")
+            .queryName(name)
+            .trigger(processingTime="100 milliseconds")
+            .start()
+        )
+    finally:
+        spark.conf.unset("spark.sql.streaming.metricsEnabled")  # read already, when it started
+    try:
+        query.processAllAvailable()
+        while_running = streaming_metrics_sources(spark, name)
+    finally:
+        query.stop()
+
+    assert while_running == (1 if enabled == "true" else 0)
+    assert streaming_metrics_sources(spark, name) == 0  # the source goes with the query
+
+
 @pytest.mark.kafka
 @pytest.mark.smoke
 def test_lesson_14_shows_every_view_of_its_query(kafka_bootstrap, course_home):
@@ -256,3 +323,8 @@ def test_lesson_14_shows_every_view_of_its_query(kafka_bootstrap, course_home):
         "eventlog_v2_"
     ]
     assert "org.apache.spark.deploy.history.HistoryServer" in prose(out)
+    assert (
+        'spark.conf.set("spark.sql.streaming.metricsEnabled", "true") before start() works too'
+        in prose(out)
+    )
+    assert "with spark.streams.removeListener(listener)" in prose(out)

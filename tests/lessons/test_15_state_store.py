@@ -7,6 +7,12 @@ applyInPandasWithState runs on the default store in the same session). Every bat
 the timers included, and every row the state data source reads back from that checkpoint are
 checked exactly. The processor is also tested alone with pyspark's TwsTester (no query), and
 session_conf, from the lesson's companion lesson15_state_demos.py, on its own.
+
+Added for issue 23: initialState (and the state read at an older batchId), a TTL that expires
+in ProcessingTime mode (the test waits, polling the wall clock, until the TTL has passed before
+the second run: the rows do not depend on how long it waited), eventTimeColumnName under a
+window, the change feed of the default (HDFS-backed) store and its absence on RocksDB without
+changelog checkpointing, and the default encoding's silent acceptance of a renamed field.
 """
 
 from __future__ import annotations
@@ -15,7 +21,15 @@ import re
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from lesson15_state_demos import rows_of, session_conf, views_of_u1
+from lesson15_state_demos import (
+    rows_of,
+    run_afresh,
+    run_twice,
+    session_conf,
+    start_restarted,
+    views_by,
+    views_of_u1,
+)
 from pyspark.sql import Row
 from pyspark.sql.streaming import StatefulProcessor, TwsTester
 
@@ -311,6 +325,174 @@ def test_avro_state_takes_an_added_field_the_default_encoding_refuses_it(rocksdb
     assert rocksdb.conf.get(lesson.ENCODING_CONF) == "unsaferow"
 
 
+def test_the_default_encoding_takes_a_renamed_field_silently_and_reads_it_by_position(
+    rocksdb, tmp_path
+):
+    # Written as (count INT), restarted as (total INT): no refusal, the old 3 read as 'total'.
+    assert rows_of(*lesson.start_renamed_counts(rocksdb, tmp_path)) == [
+        Row(user_id="U1", events=5, kept="(3,)")
+    ]
+    state = (
+        rocksdb.read.format("statestore")
+        .option("stateVarName", "counts")
+        .load(str(tmp_path / "rename" / "checkpoint"))
+    )
+    assert [(row.key.user_id, tuple(row.value)) for row in state.collect()] == [("U1", (5,))]
+
+
+@pytest.mark.parametrize(
+    "before, after",
+    [("count INT, last_type STRING", "count INT"), ("count INT", "count BIGINT")],
+    ids=["a field dropped", "a field retyped"],
+)
+def test_the_default_encoding_refuses_a_field_dropped_or_retyped(rocksdb, tmp_path, before, after):
+    message = show_refusal(
+        lambda: start_restarted(
+            rocksdb,
+            lambda events: lesson.build_event_counts(events, before),
+            lambda events: lesson.build_event_counts(events, after),
+            views_of_u1(lesson.REPLAYED[:2]),
+            ECOMMERCE_EVENT_SCHEMA,
+            tmp_path / "changed",
+        )[0],
+        f"{before} -> {after}",
+    )
+
+    assert "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE" in message
+
+
+def test_initial_state_starts_the_counts_and_batch_id_reads_an_older_version(rocksdb, tmp_path):
+    yesterday = rocksdb.createDataFrame(lesson.YESTERDAY, lesson.YESTERDAY_SCHEMA)  # U1 3, U2 5
+    run, checkpoint = run_afresh(
+        rocksdb,
+        lambda events: lesson.build_event_counts(events, yesterday=yesterday),
+        views_of_u1(lesson.REPLAYED[:2]),  # U1: 3 views, then 2
+        ECOMMERCE_EVENT_SCHEMA,
+        tmp_path / "yesterday",
+    )
+
+    assert [batch.rows for batch in run.batches] == [
+        [Row(user_id="U1", events=6, kept="(3,)")],  # handleInitialState ran first: 3 + 3
+        [Row(user_id="U1", events=8, kept="(6,)")],
+    ]
+
+    def counts(df) -> list[tuple]:
+        return state_reader.text_rows(df.collect(), ["key", "value"])
+
+    # U2 never came in the stream: its count is yesterday's, put there by handleInitialState.
+    assert counts(lesson.read_counts(rocksdb, checkpoint)) == [("U1", "8"), ("U2", "5")]
+    assert counts(lesson.read_counts(rocksdb, checkpoint, batch_id=0)) == [("U1", "6"), ("U2", "5")]
+
+
+def test_handle_initial_state_alone_with_tws_tester():
+    tester = TwsTester(
+        lesson.CountEvents("events INT"),
+        initialStateRow=[("U2", Row(user_id="U2", events=5))],
+    )
+
+    assert tester.peekValueState("counts", "U2") == (5,)
+    assert tester.test("U2", [event("view", "10:31:00")]) == [
+        Row(user_id="U2", events=6, kept="(5,)")
+    ]
+
+
+def count_twice(spark, workdir, ttl: timedelta) -> list[list]:
+    """The counts, run on REPLAYED[0] (3 views of U1), then restarted on REPLAYED[1] (2 views)
+    once the clock is ``lesson.COUNT_TTL`` past the first run's end: each run's batches' rows."""
+    runs = run_twice(
+        spark,
+        lambda events: lesson.build_event_counts(events, ttl=ttl),
+        views_of_u1(lesson.REPLAYED[:2]),
+        ECOMMERCE_EVENT_SCHEMA,
+        workdir,
+        wait_seconds=lesson.COUNT_TTL.total_seconds(),
+        settings={lesson.NO_DATA_BATCHES_CONF: "false"},
+    )
+    assert [[batch.batch_id for batch in run.batches] for run in runs] == [[0], [1]]
+    return [[batch.rows for batch in run.batches] for run in runs]
+
+
+def test_a_ttl_in_processing_time_mode_expires_the_count(rocksdb, tmp_path):
+    # The second batch starts more than the TTL after the first wrote the count: it is gone.
+    assert count_twice(rocksdb, tmp_path / "short", lesson.COUNT_TTL) == [
+        [[Row(user_id="U1", events=3, kept="None")]],
+        [[Row(user_id="U1", events=2, kept="None")]],
+    ]
+    # The same wait with a TTL of an hour: the count is kept.
+    assert count_twice(rocksdb, tmp_path / "long", timedelta(hours=1)) == [
+        [[Row(user_id="U1", events=3, kept="None")]],
+        [[Row(user_id="U1", events=5, kept="(3,)")]],
+    ]
+
+
+def new_users(run) -> list[list[tuple]]:
+    return [
+        [(row.window.start, row.window.end, row.new_users) for row in batch.rows]
+        for batch in run.batches
+    ]
+
+
+def test_event_time_column_name_lets_a_window_close_after_the_processor(rocksdb, tmp_path):
+    run, _ = run_afresh(
+        rocksdb,
+        lesson.build_new_users_per_minute,
+        views_by(lesson.FIRST_VISITS),
+        ECOMMERCE_EVENT_SCHEMA,
+        tmp_path / "first-visits",
+        output_mode="append",
+    )
+
+    # First visits: U1 10:30:05, U2 10:30:40 (batch 0), U3 10:31:20 (batch 1), U4 10:32:30
+    # (batch 2). A minute is output once the watermark (newest time - 10 s) passes its end; the
+    # last batch has no data, the watermark moved.
+    assert new_users(run) == [
+        [],
+        [],
+        [(at("10:30:00"), at("10:31:00"), 2)],
+        [(at("10:31:00"), at("10:32:00"), 1)],
+    ]
+    assert [batch.watermark[11:19] for batch in run.batches] == [
+        "00:00:00",
+        "10:30:40",
+        "10:31:20",
+        "10:32:20",
+    ]
+
+
+def test_without_event_time_column_name_the_window_has_no_watermark(rocksdb, tmp_path):
+    write_batches(tmp_path / "in", views_by(lesson.FIRST_VISITS))
+    events = stream_batches(rocksdb, tmp_path / "in", ECOMMERCE_EVENT_SCHEMA)
+
+    with pytest.raises(Exception, match="streaming aggregations without watermark"):
+        collect_batches(
+            lesson.build_new_users_per_minute(events, event_time_column=""), tmp_path / "chk"
+        )
+
+
+def test_the_default_store_has_a_change_feed(rocksdb, tmp_path):
+    changes = lesson.read_count_changes(rocksdb, lesson.DEFAULT_STORE, tmp_path)
+
+    rows = sorted(
+        (row.batch_id, row.change_type, row.key.user_id, row.value["count"])
+        for row in changes.collect()
+    )
+    # Views of U1: 3, then 2, then 2 (REPLAYED).
+    assert rows == [(0, "update", "U1", 3), (1, "update", "U1", 5), (2, "update", "U1", 7)]
+    # The default store wrote N.delta files, RocksDB's changelog files there are none.
+    files = {path.name for path in (tmp_path / "feed").rglob("*") if path.is_file()}
+    assert "1.delta" in files
+    assert not any(name.endswith(".changelog") for name in files)
+
+
+def test_rocksdb_without_changelog_checkpointing_has_no_change_feed(rocksdb, tmp_path):
+    no_changelog = {lesson.PROVIDER_CONF: lesson.ROCKSDB_PROVIDER, lesson.CHANGELOG_CONF: "false"}
+    changes = lesson.read_count_changes(rocksdb, no_changelog, tmp_path)
+
+    # The reader looks for N.changelog files; RocksDB wrote only snapshots (N.zip).
+    with pytest.raises(Exception, match="CANNOT_READ_STREAMING_STATE_FILE"):
+        changes.collect()
+
+
 def test_session_conf_sets_a_conf_for_the_block_and_puts_back_what_was_there(spark):
     key = lesson.ENCODING_CONF
     spark.conf.unset(key)
@@ -348,3 +530,20 @@ def test_lesson_runs_on_the_files_there(course_home):
     )
     assert "[STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE]" in out
     assert "handleExpiredTimer cleared them" in prose(out)
+    assert (
+        "events per user on the default (HDFS-backed) store, readChangeFeed: what each "
+        "micro-batch changed\n  batch  updated  deleted\n  0      U1       -" in out
+    )
+    assert (
+        "'count INT' renamed 'total INT' (the default encoding), after the restart: "
+        "[Row(user_id='U1', events=5, kept='(3,)')]" in out
+    )
+    assert "  batch 0: Row(user_id='U1', events=6, kept='(3,)')" in out
+    assert "stateVarName=counts, batchId=0: 2 rows" in out
+    assert "with a TTL of 1.5 s, restarted once it has passed:" in out
+    assert "second run:\n  batch 1: Row(user_id='U1', events=2, kept='None')" in out
+    assert (
+        "  batch 2: 10:30:00-10:31:00 new users: 2\n  batch 3: 10:31:00-10:32:00 new users: 1"
+        in out
+    )
+    assert "takes a renamed one silently" in prose(out)

@@ -70,6 +70,43 @@ def test_a_replayed_batch_id_is_skipped_by_delta_and_doubled_by_plain_files(spar
     assert (delta.lost, delta.duplicated, plain.lost, plain.duplicated) == (0, 0, 0, 12)
 
 
+def test_the_streaming_file_sink_writes_a_replayed_batch_once_through_spark_metadata(
+    spark, tmp_path
+):
+    """What section 1 says of Spark's own file sink, unlike batch.write in foreachBatch: a batch
+    cut off after its files were written (no _spark_metadata entry, no commit) runs again, and a
+    read through the folder counts it once; the files themselves hold it twice."""
+    where = folders(tmp_path)
+    lesson.write_part(where, "a")
+    output, checkpoint = tmp_path / "sink", tmp_path / "sink-checkpoint"
+
+    def run_file_sink() -> None:
+        query = (
+            lesson.read_records(spark, where.input)
+            .writeStream.format("json")
+            .option("path", str(output))
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True)
+            .start()
+        )
+        finish([query])
+
+    run_file_sink()
+    # A crash after the files of batch 0 were written, before the sink logged them and before
+    # Spark committed the batch: both logs lose their entry 0, the files stay.
+    for log in (output / "_spark_metadata", checkpoint / "commits"):
+        for name in ("0", ".0.crc"):
+            (log / name).unlink(missing_ok=True)
+    run_file_sink()  # batch 0 again: same id, same file
+
+    assert checkpoints.last_commit(checkpoint) == 0
+    through_log = spark.read.schema(lesson.SCHEMA).json(str(output)).select("record_id")
+    assert sorted(row[0] for row in through_log.collect()) == ids_of("a")
+    # A reader of the files themselves (a glob bypasses _spark_metadata) sees both attempts.
+    every_file = spark.read.schema(lesson.SCHEMA).json(str(output / "*.json")).select("record_id")
+    assert Counter(row[0] for row in every_file.collect()) == Counter(ids_of("a") * 2)
+
+
 def test_window_counts_across_a_restart_then_a_refused_key_and_the_two_ways_out(spark, tmp_path):
     where = folders(tmp_path)
     checkpoint = where.checkpoints / "windows"
@@ -168,7 +205,7 @@ def test_lesson_16_kills_its_child_twice_and_loses_nothing(course_home):
         "events: offsets/ 0 1, commits/ 0; windows: offsets/ 0 1, commits/ 0"
     ) in out
     assert "Delta table (txnAppId/txnVersion): rows lost: 0, rows duplicated: 0" in out
-    assert "plain JSON files (no batch id):    rows lost: 0, rows duplicated: 12" in out
+    assert "batch.write.json() (no batch id):  rows lost: 0, rows duplicated: 12" in out
     assert re.search(
         r"offsets/1:\n  v1\n  \{\"batchWatermarkMs\":\d+,.*\n  \{\"logOffset\":1\}", out
     )
@@ -180,7 +217,46 @@ def test_lesson_16_kills_its_child_twice_and_loses_nothing(course_home):
         and "a restart on a new checkpoint received: ['line 4']" in out
     )
     assert "Delta found (query id, 1) in its log and skipped it" in prose(out)
+    assert 'writeStream.format("json") is exactly-once by itself' in prose(out)
+    assert (
+        "  sink                   after a replay      how\n"
+        "  files                  exactly-once        _spark_metadata lists each batch's files\n"
+        "  Delta                  exactly-once        its log holds (query id, batch id)\n"
+        "  Kafka, both modes      at-least-once       a replay sends again: dedupe by key\n"
+        "  foreachBatch, foreach  at-least-once       exactly-once if keyed by query + batch id\n"
+        "  memory, console        not fault-tolerant  nothing survives the process\n"
+    ) in out
     logs = course_home / "output" / "16_fault_tolerance" / "this-run" / "logs"
     assert sorted(path.name for path in logs.glob("*.log")) == ["1-wait.log", "2-after-sink.log"]
     assert "paused at events@after-sink of batch 1" in (logs / "2-after-sink.log").read_text()
     assert processes_using(course_home) == []  # no child, no JVM outlived the lesson
+
+
+def next_batch_ms(now_ms: int, interval_ms: int) -> int:
+    """When Spark's processing-time trigger fires next after a batch that started at now_ms
+    (ProcessingTimeExecutor.nextBatchTime: the next whole multiple of the interval)."""
+    return now_ms // interval_ms * interval_ms + interval_ms
+
+
+def interval_ms(text: str) -> int:
+    """'1 hour', '36500 days' -> milliseconds (the units this lesson uses)."""
+    count, unit = text.split()
+    return int(count) * {"hour": 3_600_000, "days": 86_400_000}[unit]
+
+
+@pytest.mark.parametrize(
+    "clock",
+    [
+        "2026-11-26T09:59:59.900+00:00",  # just before the top of an hour
+        "2026-12-31T23:59:59.999+00:00",  # just before midnight and a new year
+        "2030-06-15T12:00:00.000+00:00",
+    ],
+)
+def test_the_child_waits_for_its_kill_whatever_the_clock(clock):
+    # Kill 1 must find part-b.json unplanned: after batch 0 the child's trigger may not fire
+    # again while the lesson runs (a few minutes). "1 hour" failed this a moment before the hour.
+    started = int(datetime.fromisoformat(clock).timestamp() * 1000)
+    interval = interval_ms(lesson.WAIT_FOR_KILL["processingTime"])
+    a_day = 86_400_000
+    assert next_batch_ms(started, interval) - started > a_day
+    assert next_batch_ms(started, interval_ms("1 hour")) - started < a_day  # the old trigger

@@ -20,7 +20,7 @@ import pytest
 
 from common import config, parsing
 from common.timestamps import iso, parse_iso
-from conftest import load_lesson, run_script, shop_event
+from conftest import load_lesson, prose, run_script, shop_event
 from data_generators.generate_ecommerce_events import make_ecommerce_events
 from infra.files import json_lines, write_atomically
 from infra.runner import finish
@@ -404,6 +404,63 @@ def test_alerts_to_kafka_are_sent_once_though_a_batch_runs_again_or_its_query_st
     }
 
 
+def test_a_query_started_over_writes_its_file_alerts_again_and_the_reader_keeps_one_of_each(
+    tmp_path,
+):
+    large = [
+        {
+            "alert_id": f"large:EVT-00000{number}",
+            "kind": "large purchase",
+            "timestamp": f"2025-01-15T10:3{number}:00.000Z",
+        }
+        for number in (1, 2)
+    ]
+    assert alerts.write_alerts_once(large, "query-a", 0, "large_purchases", tmp_path) == 2
+    # A new checkpoint: a new query id, batch ids from 0 again, the same alerts.
+    assert alerts.write_alerts_once(large, "query-b", 0, "large_purchases", tmp_path) == 2
+
+    written = [
+        json.loads(line)["alert_id"]
+        for path in sorted(tmp_path.glob("*.json"))
+        for line in path.read_text().splitlines()
+    ]
+    # Spark's files hold every alert twice: nothing in the sink removes the repeats ...
+    assert written == ["large:EVT-000001", "large:EVT-000002"] * 2
+    # ... the reader does, by alert id.
+    assert [alert["alert_id"] for alert in alerts.read_alerts(tmp_path)] == [
+        "large:EVT-000001",
+        "large:EVT-000002",
+    ]
+
+
+@pytest.mark.kafka
+def test_a_crash_between_the_kafka_send_and_its_marker_sends_the_alerts_again(
+    kafka_bootstrap, topic, tmp_path, monkeypatch
+):
+    from infra.kafka import consume_all, ensure_topics
+
+    target = topic("shop-alerts-crash")
+    ensure_topics(kafka_bootstrap, [target])
+    large = [{"alert_id": "large:EVT-000001", "kind": "large purchase", "amount": 1001.0}]
+    kafka = (kafka_bootstrap, target)
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("killed before the marker was written")
+
+    # The crash: Kafka has acknowledged the alert, the marker never reaches the disk.
+    with monkeypatch.context() as patched:
+        patched.setattr(alerts, "write_atomically", crash)
+        with pytest.raises(RuntimeError, match="before the marker"):
+            alerts.write_alerts_once(large, "query-a", 0, "large_purchases", tmp_path, kafka)
+    assert alerts.sent_to_kafka(tmp_path) == set()
+    # The replay of batch 0: no marker lists the alert, so it goes out again.
+    assert alerts.write_alerts_once(large, "query-a", 0, "large_purchases", tmp_path, kafka) == 1
+    assert alerts.write_alerts_once(large, "query-a", 0, "large_purchases", tmp_path, kafka) == 0
+
+    keys = [record.key.decode() for record in consume_all(kafka_bootstrap, target)]
+    assert keys == ["large:EVT-000001", "large:EVT-000001"]  # at-least-once: the key dedupes
+
+
 def test_off_a_terminal_the_dashboard_is_printed_every_few_seconds_and_at_the_end():
     printed, later = [], replace(SNAPSHOT, alert_count=2)
     frames = iter([SNAPSHOT, replace(SNAPSHOT, seconds=41.0), later])
@@ -448,6 +505,7 @@ def test_lesson_17_runs_by_itself(course_home):
     assert re.search(r"^  revenue_drops +\d+ +\d+ +[\d.]+ +10:36:26 +\d+$", out, re.MULTILINE)
     assert "Funnel rates: view -> cart " in out and "Top categories by revenue: Electronics " in out
     assert "Quarantined: 1 (not a JSON object)" in out
+    assert "the repeats are removed by the reader, not by Spark" in prose(out)
     # no other lesson's input touched
     assert not (course_home / "data" / "ecommerce_events").exists()
     assert (

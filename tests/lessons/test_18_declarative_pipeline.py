@@ -53,6 +53,31 @@ def test_prepare_writes_a_spec_with_this_runs_storage_next_to_a_copy_of_the_defi
     )
 
 
+def test_what_the_lesson_says_sdp_declares_is_in_pyspark_s_pipelines_api():
+    """Section 6 names these; a pyspark that drops or renames one makes this fail first."""
+    import inspect
+
+    from pyspark import pipelines as dp
+    from pyspark.pipelines import cli
+
+    assert {
+        "create_sink",
+        "append_flow",
+        "create_streaming_table",
+        "create_auto_cdc_flow",
+        "temporary_view",
+    } <= set(dp.__all__)
+    # A sink is a name, a format and its options: no Python function to call per batch.
+    assert list(inspect.signature(dp.create_sink).parameters) == ["name", "format", "options"]
+    assert "target" in inspect.signature(dp.append_flow).parameters
+    assert {"target", "source", "keys", "sequence_by", "apply_as_deletes"} <= set(
+        inspect.signature(dp.create_auto_cdc_flow).parameters
+    )
+    # run --full-refresh t1,t2 / --full-refresh-all; init --name NAME.
+    assert {"full_refresh", "full_refresh_all"} <= set(inspect.signature(cli.run).parameters)
+    assert list(inspect.signature(cli.init).parameters) == ["name"]
+
+
 def test_the_lessons_session_serves_spark_connect_with_the_pipelines_catalog(tmp_path):
     pipeline = pipeline_in(tmp_path)
     conf = pipelines.server_conf(pipeline)
@@ -269,6 +294,11 @@ def test_the_lesson_runs_the_pipeline_twice_and_its_gold_tables_hold_the_exact_f
     for reason in ("not a JSON object", "price below 0", "missing user_id"):
         assert f"|events-typos.json|{reason}" in result.stdout
     assert "gold_category_revenue: " in out and out.count("equal: True") == 2
+    # What SDP declares beyond this pipeline, as pyspark 4.2's pipelines API has it.
+    assert (
+        "a pipeline can write to Kafka, or any format writeStream knows, but not to a Python "
+        "function" in out
+    )
     # Each command ran one JVM, its launcher: the pipeline ran in the lesson's session, not in a
     # Spark of its own.
     assert re.findall(r"(dry-run|run) \d+ s \(\d+ CPU-s, (\d+) JVM\)", out) == [
