@@ -1,7 +1,8 @@
 """Watching queries from outside the process: Prometheus metrics on the Spark UI's port, and
 event logs a history server shows after the run.
 
-Both need settings made when the session is created (``get_spark(extra_conf=...)``)::
+The PrometheusServlet (``spark.metrics.conf.*``) and the event log are read only when the
+session is created, so both go to ``get_spark(extra_conf=...)``::
 
     settings = {**prometheus_conf("course"), **event_log_conf(folder)}
     with lesson_session(LESSON, args, extra_conf=settings):
@@ -9,7 +10,9 @@ Both need settings made when the session is created (``get_spark(extra_conf=...)
         page = fetch_prometheus(spark.sparkContext.uiWebUrl)
         for metric in streaming_metrics(page): ...
 
-``spark.sql.streaming.metricsEnabled`` registers one metrics source per query, named
+``spark.sql.streaming.metricsEnabled`` is read by each query when it starts (so
+``spark.conf.set`` before ``start()`` works too; prometheus_conf sets it with the rest). It
+registers one metrics source per query, named
 ``spark.streaming.<queryName>``, with six gauges; the PrometheusServlet sink serves every
 source at ``/metrics/prometheus`` on the UI's port, in lines like::
 
