@@ -63,35 +63,30 @@ def test_ruff_check_sees_an_undefined_name_and_a_long_line(tmp_path):
 
 def packing(source: str) -> list[str]:
     """Each place that packs code to save lines, as 'line N: what'."""
-    found = []
+    found: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Lambda):
-            found.append(f"line {node.lineno}: a lambda bound to a name (write a def)")
+            found.append((node.lineno, "a lambda bound to a name (write a def)"))
         if isinstance(node, ast.Call) and isinstance(node.func, ast.IfExp):
-            found.append(f"line {node.lineno}: (f if x else g)(...) (write an if statement)")
+            found.append((node.lineno, "(f if x else g)(...) (write an if statement)"))
         if isinstance(node, ast.Expr) and isinstance(
             node.value, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
         ):
-            found.append(f"line {node.lineno}: a comprehension run for its effects (write a loop)")
+            found.append((node.lineno, "a comprehension run for its effects (write a loop)"))
         if (
             isinstance(node, ast.Assign)
             and isinstance(node.targets[0], ast.Tuple)
             and isinstance(node.value, ast.Tuple)
             and not is_swap(node.targets[0], node.value)
         ):
-            found.append(f"line {node.lineno}: several values assigned in one tuple (one a line)")
-    return sorted(found, key=lambda place: int(place.split()[1].rstrip(":")))
+            found.append((node.lineno, "several values assigned in one tuple (one a line)"))
+    return [f"line {line}: {what}" for line, what in sorted(found)]
 
 
 def is_swap(target: ast.Tuple, value: ast.Tuple) -> bool:
     """``a, b = b, a``: the same names, reordered."""
-    names = [ast.dump(element) for element in target.elts]
-    values = [
-        ast.dump(ast.Name(id=element.id, ctx=ast.Store()))
-        for element in value.elts
-        if isinstance(element, ast.Name)
-    ]
-    return len(values) == len(names) and sorted(values) == sorted(names)
+    names = sorted(ast.unparse(element) for element in target.elts)
+    return names == sorted(ast.unparse(element) for element in value.elts)
 
 
 @pytest.mark.parametrize("path", READ_AS_LESSONS, ids=lambda path: path.name)
