@@ -360,13 +360,18 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("test", help="run the test suite (extra arguments go to pytest)")
     sub.add_parser("install", help="only create .venv and install the requirements")
     sub.add_parser(
+        "exercises",
+        add_help=False,
+        help="practise: list|start|check|watch|hint|solution (python course.py exercises --help)",
+    )
+    sub.add_parser(
         "cluster",
         add_help=False,
         help="start|stop|status a Spark standalone cluster on this machine "
         "(python course.py cluster start --help)",
     )
     args, extra = parser.parse_known_args(argv)
-    if extra and args.command not in ("test", "cluster"):
+    if extra and args.command not in ("test", "cluster", "exercises"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
 
     python = ensure_environment()
@@ -378,6 +383,8 @@ def main(argv: list[str] | None = None) -> int:
         if code != 130:  # not after Ctrl-C
             train_class_archive(python)
         return code
+    if args.command == "exercises":
+        return subprocess.run([str(python), "-m", "tools.exercises", *extra], cwd=ROOT).returncode
     if args.command == "cluster":
         return subprocess.run([str(python), "-m", "tools.cluster", *extra], cwd=ROOT).returncode
     train_class_archive(python)

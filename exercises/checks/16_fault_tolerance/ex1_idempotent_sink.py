@@ -1,0 +1,64 @@
+from practice import survive
+from practice.scenarios import at
+from practice.spec import Exercise, Mistake, Scenario
+
+SCHEMA = "record_id STRING, user_id STRING, amount DOUBLE, event_time TIMESTAMP"
+
+
+def record(record_id: str, user: str, amount: float, time_of_day: str) -> dict:
+    return {
+        "record_id": record_id,
+        "user_id": user,
+        "amount": amount,
+        "event_time": at(time_of_day),
+    }
+
+
+def duplicated(mine, wanted):
+    return mine.facts.get("rows duplicated", 0) > 0
+
+
+EXERCISE = Exercise(
+    title="A sink that survives kill -9",
+    kind="survive",
+    practises="an idempotent foreachBatch sink: a replayed batch id changes nothing",
+    schemas=SCHEMA,
+    run=survive.run,
+    check_dropped=False,
+    hints=[
+        "After a crash between your sink and Spark's commit, Spark runs the same batch id again "
+        "with the same rows. Make writing batch N twice leave what writing it once leaves: key "
+        "what you write by the batch id.",
+        "Give each batch id its own place and replace it on every write: "
+        "batch_df.write.mode('overwrite') into a folder named for the batch id. (Or Delta with "
+        "the writer options txnAppId and txnVersion, as lesson 16 does.)",
+        "batch_df.write.mode('overwrite').parquet(f'{target}/batch_id={batch_id}') — the "
+        "batch_id=N folder names are a partition column when Spark reads target.",
+    ],
+    scenarios=[
+        # Three micro-batches; the kill comes after the sink wrote batch 1, before its commit.
+        Scenario(
+            [
+                [record("R-1", "U-1", 10.0, "10:00:00"), record("R-2", "U-2", 20.0, "10:00:05")],
+                [record("R-3", "U-1", 30.0, "10:00:10"), record("R-4", "U-3", 40.0, "10:00:12")],
+                [record("R-5", "U-2", 50.0, "10:00:20")],
+            ]
+        ),
+        Scenario(
+            [
+                [record("X-7", "A", 1.5, "09:00:00")],
+                [record("X-3", "B", 2.5, "09:00:01"), record("X-9", "A", 3.5, "09:00:02")],
+                [record("X-1", "C", 4.5, "09:00:03"), record("X-2", "C", 5.5, "09:00:09")],
+            ],
+            hidden=True,
+        ),
+    ],
+    mistakes=[
+        Mistake(
+            "ignores_batch_id",
+            "Your sink ignores the batch id: the batch Spark ran again after the kill was "
+            "appended a second time. Key the write by batch_id (its own folder, overwritten).",
+            when=duplicated,
+        ),
+    ],
+)

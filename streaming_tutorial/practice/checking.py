@@ -1,0 +1,327 @@
+"""Check a learner's exercise file: run it on the scenarios, compare, explain what is wrong.
+
+The verdict is one of: passed, failing (with a table of what each micro-batch should have
+emitted against what it did, and a hint when the mistake is a known one), or not started
+(the file is still the pristine one, or its body still raises the TODO). An ordinary
+mistake never shows a traceback: a Spark error the course explains gets its targeted hint,
+another Spark error its first line, a Python error the line of the learner's file it
+happened on.
+"""
+
+from __future__ import annotations
+
+import re
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from practice import catalog
+from practice.observe import Batch, Observation, observe, plain, sort_rows
+from practice.spec import Exercise, Scenario
+from teaching.narration import first_line
+
+PASSED, FAILING, NOT_STARTED = "passed", "failing", "not started"
+
+# Spark errors the course explains, and what to do about them (searched in the error's text).
+KNOWN_ERRORS = [
+    (
+        r"Append output mode not supported when there are streaming aggregations"
+        r"|STREAMING_OUTPUT_MODE.*append.*aggregat",
+        "Append mode sends each aggregate once, when it is final; without a watermark on the "
+        "event-time column Spark never knows that a window is final (lesson 07). Add "
+        "withWatermark(...) before the groupBy.",
+    ),
+    (
+        r"(LeftOuter|RightOuter|FullOuter|LeftSemi).*join.*not supported without a watermark"
+        r"|Stream-stream .*join.*watermark",
+        "An outer (or semi) stream-stream join must know when a row can no longer match: give "
+        "both sides a watermark and the join a time bound on event time (lesson 09).",
+    ),
+    (
+        r"STATE_STORE_.*SCHEMA|StateSchemaNotCompatible|schema.*not compatible",
+        "The checkpoint holds state of another shape than the query now keeps (lesson 15). "
+        "The check starts every run afresh, so this comes from two stateful operators that "
+        "disagree: see your keys and state columns.",
+    ),
+    (
+        r"Non-time-based windows are not supported",
+        "A window over a stream needs an event-time column: window(<timestamp column>, ...) "
+        "(lesson 06).",
+    ),
+    (
+        r"STREAMING_OUTPUT_MODE|Complete output mode not supported|Invalid streaming output mode",
+        "This output mode does not fit this query (lesson 02): session windows and "
+        "stream-stream joins refuse update; complete needs an aggregation.",
+    ),
+]
+
+
+class NotStarted(Exception):
+    """The learner's function still raises the TODO (NotImplementedError)."""
+
+
+@dataclass
+class Verdict:
+    exercise: Exercise
+    status: str
+    report: str = ""  # what to show: the failing batches, or the error in a line
+    hint: str = ""  # a known mistake's or a known error's hint
+    mistake: str = ""  # the name of the known mistake it matched
+    observations: list = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return self.status == PASSED
+
+
+def check(
+    spark, exercise: Exercise, path: Path, workdir: Path, *, pristine_ok: bool = False
+) -> Verdict:
+    """Check the learner's file ``path`` (or a solution, or a shipped mistake)."""
+    if not path.exists():
+        return Verdict(
+            exercise, NOT_STARTED, f"{path} does not exist: python course.py exercises start"
+        )
+    if not pristine_ok and catalog.untouched(exercise, path):
+        return Verdict(exercise, NOT_STARTED, "the file is still the one exercises start copied")
+    try:
+        module = catalog.load_module(path)
+    except NotImplementedError:
+        return Verdict(exercise, NOT_STARTED, "the file still raises its TODO")
+    except Exception as error:  # a SyntaxError, an import of a name that does not exist...
+        return Verdict(exercise, FAILING, python_error(error, path))
+    source = path.read_text()
+    expected = catalog.expected(exercise)
+    observed = []
+    for number, (scenario, wanted) in enumerate(zip(exercise.scenarios, expected, strict=True)):
+        label = "the hidden scenario" if scenario.hidden else f"scenario {number + 1}"
+        try:
+            mine = run_scenario(spark, exercise, module, scenario, workdir / f"scenario-{number}")
+        except NotStarted:
+            return Verdict(exercise, NOT_STARTED, "the function still raises its TODO")
+        except Exception as error:
+            return error_verdict(exercise, error, path, source)
+        observed.append(mine)
+        if exercise.kind == "predict":
+            problems = compare_prediction(exercise, module, mine)
+        else:
+            problems = compare(exercise, wanted, mine)
+        if problems:
+            mistake = recognise(exercise, mine, wanted, source)
+            report = f"In {label}:\n{problems}"
+            if mistake:
+                return Verdict(exercise, FAILING, report, mistake.hint, mistake.name, observed)
+            return Verdict(exercise, FAILING, report, "", "", observed)
+    return Verdict(exercise, PASSED, "", "", "", observed)
+
+
+def run_scenario(
+    spark, exercise: Exercise, module, scenario: Scenario, workdir: Path
+) -> Observation:
+    if exercise.run is not None:
+        return exercise.run(spark, exercise, module, scenario, workdir)
+    if exercise.kind == "predict":
+        # The query the learner predicts is the pristine file's: editing it changes nothing.
+        module_for_query = catalog.load_module(catalog.pristine(exercise), "pristine")
+    else:
+        module_for_query = module
+    build = build_function(exercise, module_for_query)
+
+    def guarded(*streams):
+        try:
+            return build(*streams)
+        except NotImplementedError as error:
+            raise NotStarted() from error
+
+    return observe(spark, exercise, guarded, scenario, workdir)
+
+
+def build_function(exercise: Exercise, module):
+    if exercise.query is not None:
+        return exercise.query(module)
+    return getattr(module, exercise.function)
+
+
+def compare(exercise: Exercise, wanted: Observation, mine: Observation) -> str:
+    """What differs, as text; '' when nothing does."""
+    if mine.columns != wanted.columns:
+        return f"  the columns should be {wanted.columns}, yours are {mine.columns}"
+    lines = []
+    count = max(len(wanted.batches), len(mine.batches))
+    for number in range(count):
+        want = wanted.batches[number] if number < len(wanted.batches) else None
+        got = mine.batches[number] if number < len(mine.batches) else None
+        if batch_differs(exercise, want, got):
+            lines.extend(batch_table(number, want, got, exercise.check_dropped))
+    if exercise.check_state and wanted.state_rows != mine.state_rows:
+        lines.append(
+            f"  state rows left after the last batch: expected {wanted.state_rows}, "
+            f"yours {mine.state_rows}"
+        )
+    for name, value in wanted.facts.items():
+        if mine.facts.get(name) != value:
+            lines.append(f"  {name}: expected {value}, yours {mine.facts.get(name)}")
+    return "\n".join(lines)
+
+
+def batch_differs(exercise: Exercise, want: Batch | None, got: Batch | None) -> bool:
+    if want is None or got is None:
+        return True
+    if want.rows != got.rows or want.watermark != got.watermark:
+        return True
+    return exercise.check_dropped and want.dropped != got.dropped
+
+
+def batch_table(
+    number: int, want: Batch | None, got: Batch | None, show_dropped: bool
+) -> list[str]:
+    """One batch, expected against the learner's, row by row."""
+
+    def heading(batch: Batch | None) -> str:
+        if batch is None:
+            return "(no such batch)"
+        parts = [f"watermark {batch.watermark or '-'}"]
+        if show_dropped:
+            parts.append(f"dropped {batch.dropped}")
+        return ", ".join(parts)
+
+    lines = [f"  Batch {number}:  expected [{heading(want)}]   yours [{heading(got)}]"]
+    wanted_rows = want.rows if want else []
+    my_rows = got.rows if got else []
+    for row in wanted_rows:
+        mark = "  " if row in my_rows else "- "
+        lines.append(f"    {mark}{format_row(row)}")
+    for row in my_rows:
+        if row not in wanted_rows:
+            lines.append(f"    + {format_row(row)}   (not expected)")
+    if not wanted_rows and not my_rows:
+        lines.append("      (no rows in either)")
+    return lines
+
+
+def format_row(row) -> str:
+    return "(" + ", ".join(repr(value) for value in row) + ")"
+
+
+def compare_prediction(exercise: Exercise, module, mine: Observation) -> str:
+    """predict: the learner's PREDICTION against what Spark really emitted."""
+    actual = predicted_value(exercise, mine)
+    guess = getattr(module, exercise.prediction, ...)
+    if guess is ...:
+        raise NotStarted()
+    guess = normalise_prediction(guess)
+    if guess == actual:
+        return ""
+    lines = [f"  Spark's answer and {exercise.prediction} differ:"]
+    if isinstance(actual, list) and isinstance(guess, list):
+        for number in range(max(len(actual), len(guess))):
+            want = actual[number] if number < len(actual) else "(no such batch)"
+            got = guess[number] if number < len(guess) else "(no such batch)"
+            mark = "  " if want == got else "✗ "
+            lines.append(
+                f"  {mark}batch {number}: Spark {format_value(want)}   yours {format_value(got)}"
+            )
+    else:
+        lines.append(f"    Spark: {format_value(actual)}\n    yours: {format_value(guess)}")
+    return "\n".join(lines)
+
+
+def predicted_value(exercise: Exercise, observation: Observation):
+    if exercise.predicted is not None:
+        return normalise_prediction(exercise.predicted(observation))
+    return [batch.rows for batch in observation.batches]
+
+
+def normalise_prediction(value):
+    """Lists of rows compare as sorted lists of tuples, whatever order the learner wrote."""
+    if isinstance(value, dict):
+        return {key: normalise_prediction(item) for key, item in value.items()}
+    if (
+        isinstance(value, (list, tuple))
+        and value
+        and all(isinstance(item, (list, tuple)) for item in value)
+    ):
+        inner = [normalise_prediction(item) for item in value]
+        if all(isinstance(item, tuple) for item in inner):
+            return sort_rows(inner)
+        return inner
+    if isinstance(value, list):
+        return [plain(item) for item in value]
+    if isinstance(value, tuple):
+        return tuple(plain(item) for item in value)
+    return plain(value)
+
+
+def format_value(value) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(format_value(item) for item in value) + "]"
+    if isinstance(value, tuple):
+        return format_row(value)
+    return repr(value)
+
+
+def recognise(
+    exercise: Exercise,
+    mine: Observation | None,
+    wanted: Observation | None,
+    source: str,
+    error: str = "",
+):
+    """The known mistake this answer makes, if any."""
+    for mistake in exercise.mistakes:
+        if mistake.error and error and re.search(mistake.error, error, re.S):
+            return mistake
+        if mistake.when and mine is not None and wanted is not None and mistake.when(mine, wanted):
+            return mistake
+        if mistake.source and re.search(mistake.source, source, re.M):
+            return mistake
+    return None
+
+
+def error_verdict(exercise: Exercise, error: Exception, path: Path, source: str) -> Verdict:
+    text = str(error)
+    mistake = recognise(exercise, None, None, source, text)
+    if mistake:
+        return Verdict(
+            exercise,
+            FAILING,
+            "Spark refused the query: " + spark_line(text),
+            mistake.hint,
+            mistake.name,
+        )
+    if is_spark_error(error):
+        for pattern, hint in KNOWN_ERRORS:
+            if re.search(pattern, text, re.S):
+                return Verdict(
+                    exercise, FAILING, "Spark refused the query: " + spark_line(text), hint
+                )
+        return Verdict(exercise, FAILING, "Spark failed: " + spark_line(text))
+    return Verdict(exercise, FAILING, python_error(error, path))
+
+
+def is_spark_error(error: Exception) -> bool:
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+
+    return isinstance(error, (PySparkException, Py4JJavaError))
+
+
+def spark_line(text: str) -> str:
+    """Spark's message without the query's id wrapper and the plan it appends."""
+    text = re.sub(
+        r"^\[STREAM_FAILED\] Query \[[^\]]*\] terminated with exception: ", "", text.strip()
+    )
+    return first_line(text)
+
+
+def python_error(error: Exception, path: Path) -> str:
+    """The error and the line of the learner's file it happened on, not the whole traceback."""
+    where = ""
+    if isinstance(error, SyntaxError) and error.lineno:
+        where = f"{path.name}, line {error.lineno}: "
+    else:
+        for frame in reversed(traceback.extract_tb(error.__traceback__)):
+            if Path(frame.filename).resolve() == path.resolve():
+                where = f"{path.name}, line {frame.lineno} ({frame.line}): "
+                break
+    return f"{where}{type(error).__name__}: {error}"

@@ -1,0 +1,105 @@
+"""What an exercise's check says: its scenarios, what to compare, its hints and known mistakes.
+
+Each exercise has a check file, ``exercises/checks/<lesson>/ex<N>_<name>.py``, that defines
+``EXERCISE = Exercise(...)``. Where the check file is decides the rest: the learner's file is
+``exercises/<lesson>/ex<N>_<name>.py`` (copied to ``my_exercises/`` by ``exercises start``),
+the reference solution has the same path under ``exercises/solutions/``, the known mistakes
+are the files of ``exercises/mistakes/<lesson>/ex<N>_<name>/``, and what Spark really emits
+for each scenario is recorded beside the check file as ``ex<N>_<name>.json``
+(``python -m practice.record ID`` writes it from the reference solution; review its diff).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+KINDS = ("build", "predict", "fix", "survive")
+
+
+@dataclass
+class Scenario:
+    """A finite input, one inner list of records per micro-batch.
+
+    ``batches`` is that list for a query with one input; for several inputs (a join), a dict
+    ``{input name: batches}`` in the order the query's function takes them.
+    ``hidden`` scenarios are never shown: other ids, another order, so a hard-coded answer
+    fails.
+    """
+
+    batches: list | dict
+    hidden: bool = False
+
+
+@dataclass
+class Mistake:
+    """A known wrong answer, shipped as ``exercises/mistakes/<lesson>/<stem>/<name>.py``.
+
+    The check recognises it by what it does, not by its file: by Spark's error (``error``, a
+    regular expression searched in the error's text), or by what it emitted (``when``,
+    given the learner's observation and the expected one), or by the learner's source
+    (``source``, a regular expression). Then it prints ``hint``, which names the mistake.
+    """
+
+    name: str
+    hint: str
+    error: str | None = None
+    when: Callable | None = None
+    source: str | None = None
+
+
+@dataclass
+class Exercise:
+    """One exercise's check.
+
+    kind: build (write the query), predict (fill in what Spark emits), fix (make a given
+    query right) or survive (a query killed mid-scenario must lose and duplicate nothing).
+    """
+
+    title: str
+    kind: str
+    practises: str  # what the exercise practises, one line: the lesson's concept
+    hints: list[str]
+    scenarios: list[Scenario]
+    schemas: object  # a StructType, or {input name: StructType} for several inputs
+    function: str = ""  # the function the learner writes (build, fix) or reads (predict)
+    output_mode: str = "append"
+    # How to get the query from the learner's module: default ``getattr(module, function)``.
+    # E.g. ``lambda module: lambda df: build_sessions(df, module.Processor())``.
+    query: Callable | None = None
+    # predict: the name the learner fills in, and how a run becomes the value they predict
+    # (default: the rows of each micro-batch).
+    prediction: str = "PREDICTION"
+    predicted: Callable | None = None
+    check_dropped: bool = True  # compare the rows each batch's watermark dropped
+    check_state: bool = False  # compare the state rows left after the last batch
+    mirrors: str = ""  # "07_watermarking:build_x": the lesson function the exercise mirrors
+    mistakes: list[Mistake] = field(default_factory=list)
+    # survive (or anything the standard run does not cover): run(spark, exercise, module,
+    # scenario, workdir) -> Observation.
+    run: Callable | None = None
+    # Filled in by the catalog from the check file's place.
+    lesson: str = ""
+    stem: str = ""
+    check_file: Path | None = None
+
+    @property
+    def id(self) -> str:
+        """'07.1': the lesson's number and the exercise's."""
+        return f"{self.lesson[:2]}.{self.stem.split('_')[0].removeprefix('ex')}"
+
+    @property
+    def relative(self) -> Path:
+        """The exercise file's path under exercises/, my_exercises/ and exercises/solutions/."""
+        return Path(self.lesson) / f"{self.stem}.py"
+
+    def input_names(self) -> list[str]:
+        if isinstance(self.schemas, dict):
+            return list(self.schemas)
+        return ["input"]
+
+    def schema_of(self, name: str):
+        if isinstance(self.schemas, dict):
+            return self.schemas[name]
+        return self.schemas
