@@ -9,7 +9,7 @@ import json
 import sys
 from pathlib import Path
 
-from common.paths import PROJECT_ROOT
+from common.paths import COURSE_HOME, PROJECT_ROOT
 from practice.observe import Observation
 from practice.spec import KINDS, Exercise
 
@@ -17,7 +17,7 @@ EXERCISES_DIR = PROJECT_ROOT / "exercises"
 SOLUTIONS_DIR = EXERCISES_DIR / "solutions"
 CHECKS_DIR = EXERCISES_DIR / "checks"
 MISTAKES_DIR = EXERCISES_DIR / "mistakes"
-MY_DIR = PROJECT_ROOT / "my_exercises"  # the learner's copies; git-ignored
+MY_DIR = COURSE_HOME / "my_exercises"  # the learner's copies; git-ignored
 
 _fresh = itertools.count()
 

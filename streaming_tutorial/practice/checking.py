@@ -290,12 +290,12 @@ def error_verdict(exercise: Exercise, error: Exception, path: Path, source: str)
             mistake.name,
         )
     if is_spark_error(error):
+        where = where_in(error, path)
         for pattern, hint in KNOWN_ERRORS:
             if re.search(pattern, text, re.S):
-                return Verdict(
-                    exercise, FAILING, "Spark refused the query: " + spark_line(text), hint
-                )
-        return Verdict(exercise, FAILING, "Spark failed: " + spark_line(text))
+                report = f"{where}Spark refused the query: {spark_line(text)}"
+                return Verdict(exercise, FAILING, report, hint)
+        return Verdict(exercise, FAILING, f"{where}Spark failed: {spark_line(text)}")
     return Verdict(exercise, FAILING, python_error(error, path))
 
 
@@ -316,12 +316,14 @@ def spark_line(text: str) -> str:
 
 def python_error(error: Exception, path: Path) -> str:
     """The error and the line of the learner's file it happened on, not the whole traceback."""
-    where = ""
     if isinstance(error, SyntaxError) and error.lineno:
-        where = f"{path.name}, line {error.lineno}: "
-    else:
-        for frame in reversed(traceback.extract_tb(error.__traceback__)):
-            if Path(frame.filename).resolve() == path.resolve():
-                where = f"{path.name}, line {frame.lineno} ({frame.line}): "
-                break
-    return f"{where}{type(error).__name__}: {error}"
+        return f"{path.name}, line {error.lineno}: {type(error).__name__}: {error}"
+    return f"{where_in(error, path)}{type(error).__name__}: {error}"
+
+
+def where_in(error: Exception, path: Path) -> str:
+    """'ex1.py, line 12 (<the line>): ', the learner's line the error came from, or ''."""
+    for frame in reversed(traceback.extract_tb(error.__traceback__)):
+        if Path(frame.filename).resolve() == path.resolve():
+            return f"{path.name}, line {frame.lineno} ({frame.line}): "
+    return ""

@@ -14,10 +14,10 @@ import sys
 from pathlib import Path
 
 import lesson16_crash_harness as crash
-from common import paths
-from teaching.microbatch import write_batches
 
-from practice.observe import Batch, Observation, plain, sort_rows, scenario_inputs
+from common import paths
+from practice.observe import Batch, Observation, plain, scenario_inputs, sort_rows
+from teaching.microbatch import write_batches
 
 NOT_STARTED_EXIT = 3  # the child's exit code when the learner's function still raises its TODO
 KILL_AT = "sink@after-sink:1"  # after the sink wrote batch 1, before Spark committed it
@@ -74,7 +74,6 @@ def run(spark, exercise, module, scenario, workdir: Path) -> Observation:
 def child(check_file: str, module_file: str, source: str, target: str, checkpoint: str) -> int:
     """The child: the learner's sink in a query over ``source``, until the input is read."""
     from common.session import get_spark
-
     from practice.catalog import load_exercise, load_module
 
     exercise = load_exercise(Path(check_file))

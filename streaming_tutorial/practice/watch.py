@@ -17,7 +17,7 @@ from typing import Callable
 
 from practice import catalog, progress
 from practice.checking import PASSED, Verdict, check
-from practice.session import exercise_session, workdir_for
+from practice.session import WORK_DIR, exercise_session, workdir_for
 
 KEYS = "h hint · n next · l list · r reset · s solution (after a pass) · q quit"
 # File systems on which inotify sees no change made by another machine (or by Windows): poll.
@@ -65,6 +65,7 @@ class Watcher:
         ask: Callable[[str], bool] | None = None,
         on_verdict: Callable[[Verdict], None] | None = None,
         clear: bool = True,
+        work_root: Path = WORK_DIR,
     ) -> None:
         self.spark = spark
         self.exercises = exercises
@@ -73,6 +74,7 @@ class Watcher:
         self.ask = ask or ask_key
         self.on_verdict = on_verdict
         self.clear = clear
+        self.work_root = work_root  # each check's input files and checkpoints
         self.last: Verdict | None = None
 
     def first_unfinished(self, after=None):
@@ -106,7 +108,8 @@ class Watcher:
         self.show_header()
         console.print("[dim]Checking...[/dim]")
         exercise = self.current
-        verdict = check(self.spark, exercise, self.path(), workdir_for(exercise.id))
+        workdir = workdir_for(exercise.id, self.work_root)
+        verdict = check(self.spark, exercise, self.path(), workdir)
         self.stop_queries()
         progress.record_verdict(verdict, self.path(), self.root)
         show_verdict(verdict)

@@ -1,0 +1,344 @@
+"""The exercises: every reference solution passes, every pristine file is "not started", every
+shipped mistake is rejected with its own hint, and the commands do what the README says.
+
+The checks run in the suite's one Spark session (the ``spark`` fixture). The survive exercises
+kill a child process and restart it (two JVMs a scenario): they run in the crash lane.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "streaming_tutorial"))
+
+from practice import catalog, checking, cli, progress  # noqa: E402
+from practice.checking import FAILING, NOT_STARTED, PASSED, check  # noqa: E402
+from practice.observe import observe  # noqa: E402
+from practice.spec import KINDS  # noqa: E402
+
+EXERCISES = catalog.all_exercises()
+IDS = [exercise.id for exercise in EXERCISES]
+LESSONS = {path.stem for path in (ROOT / "streaming_tutorial").glob("[0-9][0-9]_*.py")}
+
+
+def marks(exercise) -> list:
+    return [pytest.mark.crash] if exercise.kind == "survive" else []
+
+
+def each_exercise():
+    return [pytest.param(exercise, id=exercise.id, marks=marks(exercise)) for exercise in EXERCISES]
+
+
+def each_mistake():
+    return [
+        pytest.param(exercise, path, id=f"{exercise.id}-{path.stem}", marks=marks(exercise))
+        for exercise in EXERCISES
+        for path in catalog.mistakes(exercise)
+    ]
+
+
+# --- The catalog: what every exercise must have (no Spark) ----------------------------------
+
+
+def test_there_are_enough_exercises_of_every_kind():
+    kinds = [exercise.kind for exercise in EXERCISES]
+    assert len(EXERCISES) >= 25
+    assert len({exercise.lesson for exercise in EXERCISES}) >= 12
+    assert set(kinds) == set(KINDS)
+    assert kinds.count("predict") >= 3
+    assert kinds.count("fix") >= 3
+    assert kinds.count("survive") >= 1
+    assert len(set(IDS)) == len(IDS)
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=IDS)
+def test_an_exercise_has_its_files_hints_and_lesson(exercise):
+    assert exercise.lesson in LESSONS, f"{exercise.lesson} is not a lesson"
+    assert len(exercise.hints) >= 2
+    assert exercise.practises.strip()
+    assert catalog.pristine(exercise).exists()
+    assert catalog.solution(exercise).exists()
+    docstring = catalog.pristine(exercise).read_text()
+    assert f"practises lesson {exercise.lesson[:2]}" in docstring
+    assert f"exercises check {exercise.id}" in docstring
+    recorded = json.loads(catalog.expected_file(exercise).read_text())["scenarios"]
+    assert len(recorded) == len(exercise.scenarios)
+    if exercise.kind != "predict":
+        assert any(scenario.hidden for scenario in exercise.scenarios), "no hidden scenario"
+    names = [mistake.name for mistake in exercise.mistakes]
+    files = [path.stem for path in catalog.mistakes(exercise)]
+    assert files, "no shipped mistake"
+    assert sorted(files) == sorted(names), "a Mistake without its file, or a file without one"
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=IDS)
+def test_a_lesson_names_its_exercises(exercise):
+    lesson = (ROOT / "streaming_tutorial" / f"{exercise.lesson}.py").read_text()
+    assert f"exercises check {exercise.id}" in lesson.split('"""')[1]
+
+
+def test_quick_reference_and_readme_list_every_exercise():
+    readme = (ROOT / "README.md").read_text()
+    quick = (ROOT / "QUICK_REFERENCE.md").read_text()
+    assert "python course.py exercises watch" in readme
+    for exercise in EXERCISES:
+        assert f"{exercise.id} " in quick, f"{exercise.id} is not in QUICK_REFERENCE.md"
+
+
+# --- The checks, on the suite's Spark session -----------------------------------------------
+
+
+@pytest.mark.parametrize("exercise", each_exercise())
+def test_the_reference_solution_passes_every_scenario(spark, exercise, tmp_path):
+    verdict = check(spark, exercise, catalog.solution(exercise), tmp_path)
+    assert verdict.status == PASSED, f"{verdict.report}\n{verdict.hint}"
+    assert len(verdict.observations) == len(exercise.scenarios)
+
+
+@pytest.mark.parametrize("exercise", each_exercise())
+def test_the_pristine_file_is_not_started(spark, exercise, tmp_path):
+    mine = tmp_path / "mine.py"
+    mine.write_bytes(catalog.pristine(exercise).read_bytes())
+    # As copied: untouched, so "not started" without running anything.
+    untouched = check(spark, exercise, catalog.pristine(exercise), tmp_path / "untouched")
+    assert untouched.status == NOT_STARTED
+    # Run as it is: a stub's TODO is "not started" too, never a traceback; a fix exercise's
+    # broken query fails.
+    verdict = check(spark, exercise, catalog.pristine(exercise), tmp_path / "run", pristine_ok=True)
+    if exercise.kind == "fix":
+        assert verdict.status == FAILING
+    else:
+        assert verdict.status == NOT_STARTED, verdict.report
+        assert "Traceback" not in verdict.report
+
+
+@pytest.mark.parametrize(("exercise", "path"), each_mistake())
+def test_a_shipped_mistake_is_rejected_with_its_hint(spark, exercise, path, tmp_path):
+    verdict = check(spark, exercise, path, tmp_path)
+    assert verdict.status == FAILING
+    assert verdict.mistake == path.stem, f"{verdict.report}\n{verdict.hint}"
+    hint = next(mistake.hint for mistake in exercise.mistakes if mistake.name == path.stem)
+    assert verdict.hint == hint
+    assert "Traceback" not in verdict.report
+
+
+MIRRORS = [exercise for exercise in EXERCISES if exercise.mirrors]
+
+
+@pytest.mark.parametrize("exercise", MIRRORS, ids=[exercise.id for exercise in MIRRORS])
+def test_an_exercise_expects_what_the_lesson_function_it_mirrors_emits(spark, exercise, tmp_path):
+    from common.paths import import_lesson
+
+    lesson, function = exercise.mirrors.split(":")
+    build = getattr(import_lesson(lesson), function)
+    observed = observe(spark, exercise, build, exercise.scenarios[0], tmp_path)
+    assert checking.compare(exercise, catalog.expected(exercise)[0], observed) == ""
+
+
+# --- The checker's messages ------------------------------------------------------------------
+
+
+def session_exercise():
+    return catalog.find(EXERCISES, "06.1")
+
+
+def test_a_wrong_answer_gets_a_table_per_batch_not_a_traceback(spark, tmp_path):
+    exercise = session_exercise()
+    wrong = tmp_path / "wrong.py"
+    wrong.write_text(
+        catalog.solution(exercise)
+        .read_text()
+        .replace('SESSION_GAP = "5 seconds"', 'SESSION_GAP = "6 seconds"')
+    )
+    verdict = check(spark, exercise, wrong, tmp_path / "work")
+    assert verdict.status == FAILING
+    assert "Batch 3:  expected [watermark 10:30:30, dropped 0]" in verdict.report
+    assert "- ('10:30:02', '10:30:11', 'SENSOR-0', 2)" in verdict.report
+    assert "+ ('10:30:02', '10:30:12', 'SENSOR-0', 2)   (not expected)" in verdict.report
+    assert "Traceback" not in verdict.report
+
+
+def test_a_python_error_names_the_line_of_the_learners_file(spark, tmp_path):
+    exercise = session_exercise()
+    broken = tmp_path / "broken.py"
+    broken.write_text(
+        catalog.solution(exercise)
+        .read_text()
+        .replace('.agg(F.count("*").alias("readings"))', '.agg(F.count("*").alias(reading_count))')
+    )
+    verdict = check(spark, exercise, broken, tmp_path / "work")
+    assert verdict.status == FAILING
+    assert verdict.report.startswith("broken.py, line ")
+    assert "NameError: name 'reading_count' is not defined" in verdict.report
+
+
+def test_a_syntax_error_is_one_line(spark, tmp_path):
+    exercise = session_exercise()
+    broken = tmp_path / "broken.py"
+    broken.write_text("def build_closed_sessions(readings):\n    return (\n")
+    verdict = check(spark, exercise, broken, tmp_path / "work")
+    assert verdict.status == FAILING
+    assert verdict.report.startswith("broken.py, line ")
+    assert "SyntaxError" in verdict.report
+
+
+# --- The commands ------------------------------------------------------------------------------
+
+
+def test_start_copies_every_exercise_and_never_overwrites(tmp_path, capsys):
+    root = tmp_path / "my_exercises"
+    first = EXERCISES[0]
+    kept = catalog.mine(first, root)
+    kept.parent.mkdir(parents=True)
+    kept.write_text("# my work\n")
+    assert cli.start(EXERCISES, root) == 0
+    assert kept.read_text() == "# my work\n"
+    for exercise in EXERCISES[1:]:
+        assert catalog.mine(exercise, root).read_bytes() == catalog.pristine(exercise).read_bytes()
+    assert f"Copied {len(EXERCISES) - 1} exercise files" in capsys.readouterr().out
+
+
+def test_progress_survives_renamed_and_unknown_exercises(tmp_path):
+    root = tmp_path / "my_exercises"
+    cli.start(EXERCISES, root)
+    exercise = EXERCISES[0]
+    mine = catalog.mine(exercise, root)
+    mine.write_text(catalog.solution(exercise).read_text())
+    verdict = checking.Verdict(exercise, PASSED)
+    progress.record_verdict(verdict, mine, root)
+    entries = progress.load(root)
+    entries["99.9"] = {"status": PASSED, "digest": "0"}  # an exercise a git pull renamed
+    progress.save(entries, root)
+    assert progress.status_of(exercise, root) == (PASSED, False)
+    mine.write_text(mine.read_text() + "\n# edited\n")
+    assert progress.status_of(exercise, root) == (PASSED, True)  # stale until checked again
+    progress.progress_file(root).write_text("{not json")
+    assert progress.status_of(exercise, root) == ("not checked", False)
+    assert progress.status_of(EXERCISES[1], root) == (NOT_STARTED, False)
+
+
+def test_hints_come_one_level_at_a_time(tmp_path, capsys):
+    exercise = EXERCISES[0]
+    cli.hint(exercise, tmp_path)
+    first = capsys.readouterr().out
+    assert f"Hint 1 of {len(exercise.hints)}" in first and "Hint 2 of" not in first
+    cli.hint(exercise, tmp_path)
+    assert f"Hint 2 of {len(exercise.hints)}" in capsys.readouterr().out
+
+
+def test_the_solution_opens_only_after_a_pass(tmp_path, capsys):
+    root = tmp_path / "my_exercises"
+    cli.start(EXERCISES, root)
+    exercise = EXERCISES[0]
+    assert cli.show_solution(exercise, root) == 1
+    assert "opens once your answer has passed" in capsys.readouterr().out
+    mine = catalog.mine(exercise, root)
+    mine.write_text(catalog.solution(exercise).read_text() + "# mine\n")
+    progress.record_verdict(checking.Verdict(exercise, PASSED), mine, root)
+    assert cli.show_solution(exercise, root) == 0
+    assert "-# mine" in capsys.readouterr().out
+
+
+def test_exercises_command_lists_and_checks_on_a_fresh_copy(course_home):
+    environment = {"STREAMING_COURSE_HOME": str(course_home)}
+
+    def run(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "tools.exercises", *args],
+            cwd=ROOT,
+            env={**__import__("os").environ, **environment},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    listed = run()
+    assert listed.returncode == 0, listed.stderr
+    assert "Begin with: python course.py exercises start" in listed.stdout
+    assert run("start").returncode == 0
+    checked = run("check", "06.1")  # untouched: not started, without starting Spark
+    assert checked.returncode == 1
+    assert "06.1 Sessions that close: not started" in checked.stdout
+    assert "Starting Spark" not in checked.stdout
+    unknown = run("check", "99.9")
+    assert unknown.returncode == 2
+    assert "no exercise '99.9'" in unknown.stdout
+
+
+# --- watch -------------------------------------------------------------------------------------
+
+
+def test_watch_checks_each_save_and_answers_its_keys(spark, tmp_path, capsys):
+    from practice.watch import Watcher
+
+    root = tmp_path / "my_exercises"
+    cli.start(EXERCISES, root)
+    exercise = session_exercise()
+    answers = iter([False, True])
+    watcher = Watcher(
+        spark, EXERCISES, root, exercise, ask=lambda question: next(answers), work_root=tmp_path
+    )
+    mine = catalog.mine(exercise, root)
+    wrong = catalog.MISTAKES_DIR / exercise.lesson / exercise.stem / "gap_too_long.py"
+    mine.write_bytes(wrong.read_bytes())
+    watcher.on_saved({mine.resolve()})
+    assert watcher.last.status == FAILING and watcher.last.mistake == "gap_too_long"
+    assert not spark.streams.active
+    mine.write_bytes(catalog.solution(exercise).read_bytes())
+    watcher.on_saved({mine.resolve()})
+    assert watcher.last.status == PASSED
+    capsys.readouterr()
+    assert watcher.on_key("s") is True
+    assert "Your file is the reference solution" in capsys.readouterr().out
+    watcher.on_key("r")  # answered no: kept
+    assert mine.read_bytes() == catalog.solution(exercise).read_bytes()
+    watcher.on_key("r")  # answered yes: pristine again
+    assert mine.read_bytes() == catalog.pristine(exercise).read_bytes()
+    watcher.on_key("n")
+    assert watcher.current is not exercise
+    assert watcher.on_key("q") is False
+
+
+def test_watch_notices_a_save(tmp_path):
+    from practice.watch import watch_saves
+
+    root = tmp_path / "my_exercises"
+    root.mkdir()
+    events: queue.Queue = queue.Queue()
+    stop = threading.Event()
+    thread = threading.Thread(target=watch_saves, args=(root, events, stop), daemon=True)
+    thread.start()
+    try:
+        saved = root / "ex1_x.py"
+        # watchfiles starts watching asynchronously: save until a change is reported.
+        for attempt in range(50):
+            saved.write_text(f"X = {attempt}\n")
+            try:
+                kind, changed = events.get(timeout=0.2)
+                break
+            except queue.Empty:
+                continue
+        else:
+            pytest.fail("no save was reported")
+        assert kind == "saved" and saved.resolve() in changed
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+
+
+def test_a_network_folder_is_polled(monkeypatch):
+    from practice import watch
+
+    monkeypatch.setattr(watch, "file_system_of", lambda path: "cifs")
+    assert watch.must_poll(Path("/mnt/share")) is True
+    monkeypatch.setattr(watch, "file_system_of", lambda path: "ext4")
+    assert watch.must_poll(Path("/home")) is None
