@@ -91,6 +91,8 @@ def check(
     except Exception as error:  # a SyntaxError, an import of a name that does not exist...
         return Verdict(exercise, FAILING, python_error(error, path))
     source = path.read_text()
+    if exercise.kind == "predict" and getattr(module, exercise.prediction, ...) is ...:
+        return Verdict(exercise, NOT_STARTED, f"{exercise.prediction} is still ... (the TODO)")
     expected = catalog.expected(exercise)
     observed = []
     for number, (scenario, wanted) in enumerate(zip(exercise.scenarios, expected, strict=True)):
@@ -103,11 +105,17 @@ def check(
             return error_verdict(exercise, error, path, source)
         observed.append(mine)
         if exercise.kind == "predict":
+            # A predict mistake is recognised by the prediction: when(guess, Spark's answer).
             problems = compare_prediction(exercise, module, mine)
+            mine_then, wanted_then = (
+                prediction_of(exercise, module),
+                predicted_value(exercise, mine),
+            )
         else:
             problems = compare(exercise, wanted, mine)
+            mine_then, wanted_then = mine, wanted
         if problems:
-            mistake = recognise(exercise, mine, wanted, source)
+            mistake = recognise(exercise, mine_then, wanted_then, source)
             report = f"In {label}:\n{problems}"
             if mistake:
                 return Verdict(exercise, FAILING, report, mistake.hint, mistake.name, observed)
@@ -146,7 +154,7 @@ def compare(exercise: Exercise, wanted: Observation, mine: Observation) -> str:
     """What differs, as text; '' when nothing does."""
     if mine.columns != wanted.columns:
         return f"  the columns should be {wanted.columns}, yours are {mine.columns}"
-    lines = []
+    lines = [f"  Rows are ({', '.join(wanted.columns)}); - expected but missing, + not expected."]
     count = max(len(wanted.batches), len(mine.batches))
     for number in range(count):
         want = wanted.batches[number] if number < len(wanted.batches) else None
@@ -161,6 +169,8 @@ def compare(exercise: Exercise, wanted: Observation, mine: Observation) -> str:
     for name, value in wanted.facts.items():
         if mine.facts.get(name) != value:
             lines.append(f"  {name}: expected {value}, yours {mine.facts.get(name)}")
+    if len(lines) == 1:
+        return ""
     return "\n".join(lines)
 
 
@@ -203,13 +213,15 @@ def format_row(row) -> str:
     return "(" + ", ".join(repr(value) for value in row) + ")"
 
 
+def prediction_of(exercise: Exercise, module):
+    """The learner's prediction, normalised as Spark's answer is."""
+    return normalise_prediction(getattr(module, exercise.prediction))
+
+
 def compare_prediction(exercise: Exercise, module, mine: Observation) -> str:
     """predict: the learner's PREDICTION against what Spark really emitted."""
     actual = predicted_value(exercise, mine)
-    guess = getattr(module, exercise.prediction, ...)
-    if guess is ...:
-        raise NotStarted()
-    guess = normalise_prediction(guess)
+    guess = prediction_of(exercise, module)
     if guess == actual:
         return ""
     lines = [f"  Spark's answer and {exercise.prediction} differ:"]

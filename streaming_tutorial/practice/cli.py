@@ -145,6 +145,10 @@ def show_verdict(verdict: Verdict) -> None:
         f"{verdict.status}[/{style}]"
     )
     if verdict.status == NOT_STARTED:
+        console.print(
+            f"[dim]  {verdict.report}: write the TODO in "
+            f"{display(catalog.mine(exercise))} and check again.[/dim]"
+        )
         return
     if verdict.report:
         console.print(verdict.report, markup=False)
@@ -181,13 +185,14 @@ def show_list(exercises, root: Path | None = None) -> None:
         console.print("Begin with: python course.py exercises start")
 
 
-def hint(exercise, root: Path | None = None) -> int:
+def hint(exercise, root: Path | None = None, another: str = "") -> int:
     level = min(progress.next_hint_level(exercise.id, root), len(exercise.hints))
     console.print(f"[bold]{exercise.id} {exercise.title}[/bold] (practises: {exercise.practises})")
     for number in range(level):
         console.print(f"Hint {number + 1} of {len(exercise.hints)}: {exercise.hints[number]}")
     if level < len(exercise.hints):
-        console.print(f"[dim]Another: python course.py exercises hint {exercise.id}[/dim]")
+        another = another or f"python course.py exercises hint {exercise.id}"
+        console.print(f"[dim]Another: {another}[/dim]")
     return 0
 
 

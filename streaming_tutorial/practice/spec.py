@@ -40,6 +40,8 @@ class Mistake:
     regular expression searched in the error's text), or by what it emitted (``when``,
     given the learner's observation and the expected one), or by the learner's source
     (``source``, a regular expression). Then it prints ``hint``, which names the mistake.
+    In a predict exercise ``when`` gets the learner's prediction and Spark's answer instead,
+    both normalised (lists of rows sorted, values as the check shows them).
     """
 
     name: str

@@ -141,7 +141,7 @@ class Watcher:
         if key == "q":
             return False
         if key == "h":
-            hint(self.current, self.root)
+            hint(self.current, self.root, another="press h again")
         elif key == "n":
             self.current = self.first_unfinished(after=self.current)
             self.show_header()
