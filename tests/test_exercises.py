@@ -30,6 +30,22 @@ IDS = [exercise.id for exercise in EXERCISES]
 LESSONS = {path.stem for path in (ROOT / "streaming_tutorial").glob("[0-9][0-9]_*.py")}
 
 
+@pytest.fixture(autouse=True)
+def one_shuffle_partition(request):
+    """The checks run as `exercises check` runs them: one shuffle partition (practice/session.py),
+    so each stateful micro-batch keeps one state store instead of one per core."""
+    if "spark" not in request.fixturenames:
+        yield
+        return
+    spark = request.getfixturevalue("spark")
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "1")
+    try:
+        yield
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", before)
+
+
 def marks(exercise) -> list:
     return [pytest.mark.crash] if exercise.kind == "survive" else []
 

@@ -15,6 +15,7 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from infra import errors
 from practice import catalog
 from practice.observe import Batch, Observation, observe, plain, sort_rows
 from practice.spec import Exercise, Scenario
@@ -307,7 +308,10 @@ def error_verdict(exercise: Exercise, error: Exception, path: Path, source: str)
             if re.search(pattern, text, re.S):
                 report = f"{where}Spark refused the query: {spark_line(text)}"
                 return Verdict(exercise, FAILING, report, hint)
-        return Verdict(exercise, FAILING, f"{where}Spark failed: {spark_line(text)}")
+        # An error the lessons' runner explains (a checkpoint of another query, a missing
+        # connector...) gets the same advice here.
+        advice = errors.explain(error) or ""
+        return Verdict(exercise, FAILING, f"{where}Spark failed: {spark_line(text)}", advice)
     return Verdict(exercise, FAILING, python_error(error, path))
 
 
