@@ -26,7 +26,10 @@ from teaching.microbatch import collect_batches, stream_batches, write_batches
 class Batch:
     rows: list  # each row a tuple of plain values, sorted
     watermark: str | None = None  # 'HH:MM:SS', or None before the first watermark
-    dropped: int = 0  # input rows the watermark dropped as too late, in this batch
+    # What the stateful operators report as dropped by the watermark in this batch. An
+    # aggregation counts after its partial aggregation: late rows of one group (window and key)
+    # in one batch count once.
+    dropped: int = 0
 
 
 @dataclass

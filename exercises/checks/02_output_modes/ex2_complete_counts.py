@@ -1,0 +1,88 @@
+from itertools import pairwise
+
+from common.schemas import TRANSACTION_SCHEMA
+from practice.scenarios import transaction
+from practice.spec import Exercise, Mistake, Scenario
+
+
+def batches_of(value) -> list[list[tuple]] | None:
+    """A prediction as one list of row tuples per micro-batch; None when it is not so shaped."""
+    if not isinstance(value, list):
+        return None
+    if not all(isinstance(batch, (list, tuple)) for batch in value):
+        return None
+    if not all(isinstance(row, (list, tuple)) for batch in value for row in batch):
+        return None
+    return [[tuple(row) for row in batch] for batch in value]
+
+
+def leaves_out_unchanged_row(guess, actual) -> bool:
+    """A batch of the guess lacks a row that Spark sent in that batch and, unchanged, in the
+    one before: only the rows the batch changed (update mode's answer)."""
+    guessed = batches_of(guess)
+    if guessed is None:
+        return False
+    for number in range(1, min(len(guessed), len(actual))):
+        unchanged = [row for row in actual[number] if row in actual[number - 1]]
+        if any(row not in guessed[number] for row in unchanged):
+            return True
+    return False
+
+
+def skips_repeated_batch(guess, actual) -> bool:
+    """The guess has fewer batches than Spark, whose answer repeats a batch unchanged (the
+    micro-batch of an empty file), and at most that many fewer: the empty file's batch left
+    out."""
+    guessed = batches_of(guess)
+    if guessed is None:
+        return False
+    repeats = sum(1 for before, after in pairwise(actual) if before == after)
+    return repeats > 0 and len(actual) - repeats <= len(guessed) < len(actual)
+
+
+EXERCISE = Exercise(
+    title="What complete mode sends",
+    kind="predict",
+    practises="complete mode: every micro-batch sends the whole result table, changed or not",
+    function="build_category_stats",
+    schemas=TRANSACTION_SCHEMA,
+    output_mode="complete",
+    mirrors="02_output_modes:build_category_stats",
+    hints=[
+        "Complete mode sends the whole result table after every micro-batch: every category "
+        "seen so far, whether this batch changed it or not.",
+        "A micro-batch runs for every new file, even an empty one; in complete mode it sends "
+        "the table again, unchanged.",
+        "Four batches, and from batch 1 on each holds books (2 orders, avg 15.0) and games; "
+        "music joins in batch 3.",
+    ],
+    scenarios=[
+        # The file's scenario: batch 1 changes books only, batch 2 is an empty file.
+        Scenario(
+            [
+                [
+                    transaction("T1", "U1", 10.0, "10:30:01", "books"),
+                    transaction("T2", "U2", 30.0, "10:30:02", "games"),
+                ],
+                [transaction("T3", "U3", 20.0, "10:30:04", "books")],
+                [],
+                [transaction("T4", "U1", 6.0, "10:30:08", "music")],
+            ]
+        ),
+    ],
+    mistakes=[
+        Mistake(
+            "only_changed_rows",
+            "A batch without games, or an empty one: that is update mode, which sends only the "
+            "rows a batch changed. Complete re-sends the whole table every batch, even after an "
+            "empty file.",
+            when=leaves_out_unchanged_row,
+        ),
+        Mistake(
+            "no_batch_for_empty_file",
+            "Three batches instead of four: the empty file is a new file too, so it gets its "
+            "own micro-batch, and complete mode sends the whole table in it again.",
+            when=skips_repeated_batch,
+        ),
+    ],
+)

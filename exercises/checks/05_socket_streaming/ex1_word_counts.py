@@ -1,0 +1,104 @@
+import re
+
+from pyspark.sql.types import StringType, StructField, StructType
+
+from practice.spec import Exercise, Mistake, Scenario
+
+# The socket source's shape: one line of text per row.
+LINE_SCHEMA = StructType([StructField("value", StringType())])
+
+
+def lines(*texts):
+    """One micro-batch of lines, as the socket source gives them."""
+    return [{"value": text} for text in texts]
+
+
+def words_of(observation):
+    """Every word the learner's table holds, in any batch ([] without a word column)."""
+    if "word" not in observation.columns:
+        return []
+    index = observation.columns.index("word")
+    return [row[index] for batch in observation.batches for row in batch.rows]
+
+
+def punctuation_in_words(mine, wanted):
+    """A word keeps a comma, a full stop...: the lines were split on spaces only."""
+    return any(word and re.search(r"[^\w']", word) for word in words_of(mine))
+
+
+def empty_word(mine, wanted):
+    """The empty string is counted as a word."""
+    return "" in words_of(mine)
+
+
+def upper_case_words(mine, wanted):
+    """A word with a capital letter: the lines were not lower-cased."""
+    return any(word and word != word.lower() for word in words_of(mine))
+
+
+EXERCISE = Exercise(
+    title="Word counts",
+    kind="build",
+    practises="split + explode turn lines into words; groupBy().count() keeps a running count",
+    function="build_word_counts",
+    # The learner writes both of lesson 05's steps: lines -> words -> counts.
+    query=lambda module: lambda lines: module.build_word_counts(module.parse_words(lines)),
+    schemas=LINE_SCHEMA,
+    output_mode="complete",
+    mirrors="",
+    hints=[
+        "Two steps: turn each line into one row per word (a stateless select), then count the "
+        "rows per word (an aggregation: its counts are the query's state, and complete mode "
+        "sends the whole table after every micro-batch).",
+        "F.split(column, WORD_SEPARATOR) makes an array of words from a line, F.explode(...) one "
+        "row per array element, F.lower(...) the lower case. Splitting leaves an empty string "
+        "where a line starts or ends with a separator: filter it out. Then "
+        "words.groupBy('word').count().",
+        "lines.select(F.explode(F.split(F.lower(F.col('value')), WORD_SEPARATOR)).alias('word'))"
+        ".where(F.col('word') != '')",
+    ],
+    scenarios=[
+        # "words." and "words!" end in a separator (an empty string after the split); "Spark"
+        # and "SPARK" are the word spark; batch 1 has two spaces in a row and an apostrophe;
+        # batch 2 has a blank line.
+        Scenario(
+            [
+                lines("Spark streams words.", "Words, words!"),
+                lines("It's a stream:  Spark keeps counting"),
+                lines("", "SPARK"),
+            ]
+        ),
+        # Other words: a line starting with separators, an ampersand, an apostrophe-s.
+        Scenario(
+            [
+                lines("  Kafka, Delta & Spark"),
+                lines("delta DELTA delta's", "   "),
+                lines("kafka-kafka"),
+            ],
+            hidden=True,
+        ),
+    ],
+    mistakes=[
+        Mistake(
+            "split_on_space",
+            "The lines are split on a single space: 'words.' and 'words,' keep their punctuation "
+            "and count as other words than 'words', and two spaces in a row give an empty word. "
+            "Split on WORD_SEPARATOR, the regular expression for anything that is not part of a "
+            "word.",
+            when=punctuation_in_words,
+        ),
+        Mistake(
+            "empty_words_counted",
+            "The empty string is counted as a word: split() leaves one where a line starts or "
+            "ends with a separator, and for a blank line. Keep only the words that are not "
+            "empty: .where(F.col('word') != '').",
+            when=empty_word,
+        ),
+        Mistake(
+            "not_lower_cased",
+            "The words are not lower-cased, so 'Spark' and 'spark' are counted apart. Apply "
+            "F.lower() to the line (or the word) before grouping.",
+            when=upper_case_words,
+        ),
+    ],
+)

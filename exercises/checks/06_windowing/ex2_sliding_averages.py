@@ -1,0 +1,118 @@
+import re
+
+from common.schemas import SENSOR_SCHEMA
+from practice.scenarios import reading
+from practice.spec import Exercise, Mistake, Scenario
+
+# A time on the scenarios' day shows as 'HH:MM:SS'; any other day (the clock's) with its date.
+DATED = re.compile(r"^\d{4}-\d\d-\d\d ")
+
+
+def seconds(time_of_day: str) -> int:
+    hours, minutes, secs = (int(part) for part in time_of_day.split(":"))
+    return 3600 * hours + 60 * minutes + secs
+
+
+def windows_on_the_clock(mine, wanted):
+    """The windows are on another day than the readings': they come from the clock."""
+    return any(
+        isinstance(value, str) and DATED.match(value)
+        for batch in mine.batches
+        for row in batch.rows
+        for value in row[:2]
+    )
+
+
+def windows_never_overlap(mine, wanted):
+    """No two windows of one sensor overlap: tumbling windows, where sliding ones were wanted."""
+    windows = {}
+    for batch in mine.batches:
+        for row in batch.rows:
+            if len(row) < 3 or DATED.match(str(row[0])) or DATED.match(str(row[1])):
+                return False
+            windows.setdefault(row[2], set()).add((seconds(row[0]), seconds(row[1])))
+    for spans in windows.values():
+        for start, end in spans:
+            if any(start < other_start < end for other_start, _ in spans):
+                return False
+    return bool(windows)
+
+
+EXERCISE = Exercise(
+    title="Sliding averages per sensor",
+    kind="build",
+    practises="sliding windows on event time (window with a size and a slide) in update mode",
+    function="build_sliding_averages",
+    schemas=SENSOR_SCHEMA,
+    output_mode="update",
+    # 06_windowing:build_sliding_windows groups by its *keys and adds reading_ids: not the same.
+    mirrors="",
+    hints=[
+        "A sliding window has a size and a slide: a new 20 s window starts every 10 s, so each "
+        "reading counts in two windows. The window comes from event_time, the time the reading "
+        "was taken, not from when it arrived.",
+        "readings.groupBy(F.window('event_time', SLIDING_SIZE, SLIDING_STEP), 'sensor_id'), "
+        "then .agg(F.count('*').alias('readings'), "
+        "F.round(F.avg('temperature'), 2).alias('avg_temp')).",
+        "Then .select(F.col('window.start').alias('window_start'), "
+        "F.col('window.end').alias('window_end'), 'sensor_id', 'readings', 'avg_temp').",
+    ],
+    scenarios=[
+        Scenario(
+            [
+                [
+                    reading(1, "SENSOR-0", "10:30:02", 20.0),
+                    reading(2, "SENSOR-1", "10:30:05", 19.0),
+                    reading(3, "SENSOR-0", "10:30:13", 21.0),
+                ],
+                # r5 was taken at 10:30:08, long before r4, but arrives with it: it updates
+                # SENSOR-1's two windows of batch 0, not new ones.
+                [
+                    reading(4, "SENSOR-0", "10:30:24", 23.0),
+                    reading(5, "SENSOR-1", "10:30:08", 21.0),
+                ],
+                # r7 at 10:30:10 is exactly on a boundary: it is in [10:30:00, 10:30:20) and
+                # [10:30:10, 10:30:30), not in [10:29:50, 10:30:10).
+                [
+                    reading(6, "SENSOR-1", "10:30:31", 20.0),
+                    reading(7, "SENSOR-0", "10:30:10", 22.0),
+                ],
+            ]
+        ),
+        Scenario(
+            [
+                [reading(21, "S-B", "11:00:15", 18.0), reading(22, "S-A", "11:00:01", 25.0)],
+                # r24 on a boundary (11:00:20).
+                [reading(23, "S-A", "11:00:09", 24.0), reading(24, "S-B", "11:00:20", 19.0)],
+                # r26 was taken in the minute before: windows [10:59:40, 11:00:00) and
+                # [10:59:50, 11:00:10).
+                [reading(25, "S-A", "11:00:12", 23.5), reading(26, "S-B", "10:59:58", 17.0)],
+            ],
+            hidden=True,
+        ),
+    ],
+    mistakes=[
+        Mistake(
+            "size_and_slide_swapped",
+            "The size and the slide are swapped: window(event_time, size, slide) takes the "
+            "window's length first (SLIDING_SIZE, 20 s), then how often a new one starts "
+            "(SLIDING_STEP, 10 s). A slide longer than the window would skip readings, so Spark "
+            "refuses it.",
+            error=r"slide_duration.{0,40}must be <=",
+        ),
+        Mistake(
+            "processing_time",
+            "The windows are on processing time (when Spark ran the batch, e.g. "
+            "current_timestamp()), not on event time: a reading must count in the windows of "
+            "the time it was taken, its event_time column, however late it arrives.",
+            when=windows_on_the_clock,
+        ),
+        Mistake(
+            "tumbling",
+            "These are tumbling windows: window() with one duration gives windows that never "
+            "overlap. A sliding window needs the slide as a third argument: "
+            "F.window('event_time', SLIDING_SIZE, SLIDING_STEP).",
+            when=windows_never_overlap,
+        ),
+    ],
+)

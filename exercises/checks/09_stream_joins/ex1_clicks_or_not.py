@@ -1,0 +1,147 @@
+from common.schemas import CLICK_SCHEMA, IMPRESSION_SCHEMA
+from practice.scenarios import click, impression
+from practice.spec import Exercise, Mistake, Scenario
+
+
+def rows_of(observation):
+    """Every row of every micro-batch, as {column: value}."""
+    return [
+        dict(zip(observation.columns, row, strict=True))
+        for batch in observation.batches
+        for row in batch.rows
+    ]
+
+
+def has_unmatched(observation):
+    """Some impression came out with null click columns."""
+    return any(row.get("click_id", "") is None for row in rows_of(observation))
+
+
+def watermarks(observation):
+    return [batch.watermark for batch in observation.batches]
+
+
+def one_watermark(mine, wanted):
+    """Other watermarks than expected and no unmatched impression: only the clicks have one."""
+    return watermarks(mine) != watermarks(wanted) and not has_unmatched(mine)
+
+
+def inner_join(mine, wanted):
+    """The same watermarks, but no impression ever comes out without a click."""
+    return has_unmatched(wanted) and not has_unmatched(mine)
+
+
+def click_before_impression(mine, wanted):
+    """A click before its impression was matched: the time bound has no lower end."""
+    return any(
+        row.get("click_time") is not None and row["click_time"] < row["impression_time"]
+        for row in rows_of(mine)
+    )
+
+
+EXERCISE = Exercise(
+    title="Clicks or not",
+    kind="build",
+    practises="a left outer stream-stream join: watermarks on both sides and a time bound "
+    "emit each unmatched impression with nulls, once no click can come",
+    function="build_ad_join",
+    schemas={"impressions": IMPRESSION_SCHEMA, "clicks": CLICK_SCHEMA},
+    output_mode="append",
+    mirrors="09_stream_joins:build_ad_join",
+    hints=[
+        "A left outer join keeps every impression; Spark can emit one without a click only "
+        "when it knows no click can still come. For that it needs a watermark on both streams "
+        "and a time bound in the join condition (a click within CLICK_WINDOW_MINUTES after its "
+        "impression).",
+        "impressions.withWatermark('impression_time', IMPRESSION_WATERMARK), "
+        "clicks.withWatermark('click_time', CLICK_WATERMARK); rename the click's impression_id "
+        "(e.g. click_impression_id); join on the same impression AND "
+        "click_time between impression_time and impression_time + the interval, 'left_outer'.",
+        "window_end = F.col('impression_time') + F.expr(f'INTERVAL {CLICK_WINDOW_MINUTES} "
+        "MINUTES'); condition: (F.col('impression_id') == F.col('click_impression_id')) & "
+        "(F.col('click_time') >= F.col('impression_time')) & (F.col('click_time') <= "
+        "window_end); then select the six columns.",
+    ],
+    scenarios=[
+        # I1 is clicked at once. C2 comes before its impression and C3 15 minutes after its
+        # one: neither counts, so I2 and I3 get no click. I4 and C4 move the streams'
+        # watermarks to 10:28 and 10:29; the last, empty micro-batch runs with the smaller one
+        # and emits I2 and I3 (their bounds end at 10:11 and 10:15) with nulls.
+        Scenario(
+            {
+                "impressions": [
+                    [
+                        impression("I1", "AD-1", "U1", "10:00:00"),
+                        impression("I2", "AD-2", "U2", "10:01:00"),
+                        impression("I3", "AD-1", "U3", "10:05:00"),
+                    ],
+                    [impression("I4", "AD-1", "U4", "10:30:00")],
+                ],
+                "clicks": [
+                    [
+                        click("C1", "I1", "AD-1", "U1", "10:03:00"),
+                        click("C2", "I2", "AD-2", "U2", "10:00:30"),
+                    ],
+                    [
+                        click("C3", "I3", "AD-1", "U3", "10:20:00"),
+                        click("C4", "I4", "AD-1", "U4", "10:31:00"),
+                    ],
+                ],
+            }
+        ),
+        # Other ids. K2 arrives a batch BEFORE its impression X2 (it waits in the join's
+        # state); K1 comes 9 minutes after X1, within the bound; X3 never gets a click.
+        Scenario(
+            {
+                "impressions": [
+                    [impression("X1", "AD-7", "USER-4", "11:00:00")],
+                    [
+                        impression("X3", "AD-8", "USER-6", "11:03:00"),
+                        impression("X2", "AD-7", "USER-5", "11:02:00"),
+                        impression("X5", "AD-8", "USER-4", "11:40:00"),
+                    ],
+                ],
+                "clicks": [
+                    [click("K2", "X2", "AD-7", "USER-5", "11:04:00")],
+                    [
+                        click("K5", "X5", "AD-8", "USER-4", "11:41:00"),
+                        click("K1", "X1", "AD-7", "USER-4", "11:09:00"),
+                    ],
+                ],
+            },
+            hidden=True,
+        ),
+    ],
+    mistakes=[
+        Mistake(
+            "no_time_bound",
+            "Spark refuses the left outer join: it must know when an impression can no longer "
+            "get a click. That takes a watermark on the clicks (the side that may be null) AND a "
+            "time bound on event time in the join condition (click_time between impression_time "
+            "and impression_time + CLICK_WINDOW_MINUTES).",
+            error=r"LeftOuter join .*not supported without a watermark",
+        ),
+        Mistake(
+            "one_watermark",
+            "Only one stream has a watermark. Spark runs the join, but it never evicts an "
+            "impression, so one without a click never comes out (and the join's state grows "
+            "forever): an impression is dropped from the state, and emitted with nulls, by the "
+            "impressions' own watermark. Give both streams one.",
+            when=one_watermark,
+        ),
+        Mistake(
+            "inner_join",
+            "An inner join: only the impressions that got a click come out. Join with "
+            "'left_outer' to keep the others, which come out with null click columns once the "
+            "watermark has passed their time bound.",
+            when=inner_join,
+        ),
+        Mistake(
+            "no_lower_bound",
+            "A click that came BEFORE its impression was matched: the time bound needs both "
+            "ends, click_time >= impression_time and click_time <= impression_time + the "
+            "interval.",
+            when=click_before_impression,
+        ),
+    ],
+)

@@ -1,0 +1,97 @@
+from common.schemas import CLICK_SCHEMA, IMPRESSION_SCHEMA
+from practice.scenarios import click, impression
+from practice.spec import Exercise, Mistake, Scenario
+
+
+def has_unmatched(observation):
+    """Some impression came out with null click columns."""
+    if "click_id" not in observation.columns:
+        return False
+    index = observation.columns.index("click_id")
+    return any(row[index] is None for batch in observation.batches for row in batch.rows)
+
+
+def never_emits_unmatched(mine, wanted):
+    """The symptom of the query as given: no impression ever comes out without a click."""
+    return has_unmatched(wanted) and not has_unmatched(mine)
+
+
+EXERCISE = Exercise(
+    title="Missing unmatched rows",
+    kind="fix",
+    practises="a left outer stream-stream join emits (and forgets) an unmatched row only by "
+    "its own side's watermark",
+    function="build_ad_join",
+    schemas={"impressions": IMPRESSION_SCHEMA, "clicks": CLICK_SCHEMA},
+    output_mode="append",
+    check_state=True,  # the query as given keeps every row in the join's state
+    mirrors="09_stream_joins:build_ad_join",
+    hints=[
+        "An impression without a click comes out when Spark drops it from the join's state: "
+        "when its watermark says no click can still come. Which of the two streams has a "
+        "watermark here, and which row's time does the eviction look at?",
+        "Spark accepts a left outer join once the nullable side (clicks) has a watermark and "
+        "the condition a time bound; but the left side's rows are evicted, and emitted with "
+        "nulls, only if the left side has a watermark of its own.",
+        "Add impressions = impressions.withWatermark('impression_time', IMPRESSION_WATERMARK) "
+        "before the join, and keep the clicks' watermark.",
+    ],
+    scenarios=[
+        # A1 and A3 get no click. With both watermarks, the trailing empty micro-batch runs
+        # with 12:23 (the smaller of 12:23 and 12:24) and emits them with nulls; the query as
+        # given never does, and keeps every row in its state.
+        Scenario(
+            {
+                "impressions": [
+                    [
+                        impression("A1", "AD-3", "U7", "12:00:00"),
+                        impression("A2", "AD-4", "U8", "12:02:00"),
+                        impression("A3", "AD-3", "U9", "12:04:00"),
+                    ],
+                    [impression("A4", "AD-4", "U7", "12:25:00")],
+                ],
+                "clicks": [
+                    [click("B2", "A2", "AD-4", "U8", "12:05:00")],
+                    [click("B4", "A4", "AD-4", "U7", "12:26:00")],
+                ],
+            }
+        ),
+        # Other ids and order; Q2 has no click, and R9 is a click on an impression that never
+        # came.
+        Scenario(
+            {
+                "impressions": [
+                    [
+                        impression("Q2", "AD-9", "USER-2", "13:11:00"),
+                        impression("Q1", "AD-8", "USER-1", "13:10:00"),
+                    ],
+                    [impression("Q3", "AD-8", "USER-3", "13:30:00")],
+                ],
+                "clicks": [
+                    [click("R1", "Q1", "AD-8", "USER-1", "13:12:00")],
+                    [
+                        click("R9", "Q9", "AD-9", "USER-9", "13:45:00"),
+                        click("R3", "Q3", "AD-8", "USER-3", "13:31:00"),
+                    ],
+                ],
+            },
+            hidden=True,
+        ),
+    ],
+    mistakes=[
+        Mistake(
+            "watermark_moved",
+            "Now the clicks have no watermark, and Spark refuses the left outer join: the "
+            "nullable side (clicks) must have one, for Spark to know when a click can no longer "
+            "come. Both streams need a watermark.",
+            error=r"LeftOuter join .*not supported without a watermark",
+        ),
+        Mistake(
+            "clicks_watermark_only",
+            "Still only the clicks have a watermark. It is enough for Spark to accept the join, "
+            "but an impression is dropped from the join's state (and, without a click, emitted "
+            "with nulls) by the impressions' watermark: without one, no impression ever leaves.",
+            when=never_emits_unmatched,
+        ),
+    ],
+)

@@ -1,0 +1,129 @@
+"""09.3: the learner predicts in which micro-batch the left outer join emits each row.
+
+The scenario is the pristine file's IMPRESSIONS and CLICKS (the learner reads them there).
+Each mistake is a wrong model of the join's timing, recognised by a batch of the prediction.
+"""
+
+from common.schemas import CLICK_SCHEMA, IMPRESSION_SCHEMA
+from practice import catalog
+from practice.scenarios import click, impression
+from practice.spec import Exercise, Mistake, Scenario
+
+PRISTINE = catalog.load_module(
+    catalog.EXERCISES_DIR / "09_stream_joins" / "ex3_when_unmatched.py", "pristine"
+)
+
+
+def to_impressions(batches: list) -> list:
+    """(impression_id, time) pairs as impressions of one ad, batch by batch."""
+    return [
+        [impression(impression_id, "AD-1", "U1", time) for impression_id, time in batch]
+        for batch in batches
+    ]
+
+
+def to_clicks(batches: list) -> list:
+    """(click_id, impression_id, time) triples as clicks, batch by batch."""
+    return [
+        [
+            click(click_id, impression_id, "AD-1", "U1", time)
+            for click_id, impression_id, time in batch
+        ]
+        for batch in batches
+    ]
+
+
+def impression_and_click(observation) -> list:
+    """Each micro-batch's rows as (impression_id, click_id)."""
+    first = observation.columns.index("impression_id")
+    second = observation.columns.index("click_id")
+    return [[(row[first], row[second]) for row in batch.rows] for batch in observation.batches]
+
+
+def sent_in(guess, number: int, row: tuple) -> bool:
+    """The prediction has ``row`` in micro-batch ``number``."""
+    return isinstance(guess, list) and number < len(guess) and row in guess[number]
+
+
+def thinks_unmatched_at_once(guess, actual):
+    """P2 with nulls in batch 0, as a batch join would emit it."""
+    return sent_in(guess, 0, ("P2", None))
+
+
+def thinks_impression_watermark_alone(guess, actual):
+    """P2 with nulls in batch 2: the impressions' watermark (09:28) taken for the join's."""
+    return sent_in(guess, 2, ("P2", None))
+
+
+def thinks_late_impression_kept(guess, actual):
+    """P0 comes out with nulls: but it arrived behind the watermark and was dropped."""
+    return isinstance(guess, list) and any(
+        isinstance(batch, list) and ("P0", None) in batch for batch in guess
+    )
+
+
+def forgets_trailing_batch(guess, actual):
+    """One micro-batch fewer than Spark ran: the last one, without new rows, is missing."""
+    return isinstance(guess, list) and len(guess) == len(actual) - 1
+
+
+EXERCISE = Exercise(
+    title="When the nulls come",
+    kind="predict",
+    practises="a left outer stream-stream join emits an unmatched row once the join's watermark "
+    "(the minimum of both streams') passes its time bound",
+    function="build_ad_join",
+    schemas={"impressions": IMPRESSION_SCHEMA, "clicks": CLICK_SCHEMA},
+    output_mode="append",
+    predicted=impression_and_click,
+    hints=[
+        "A matched impression comes out in the micro-batch where its click meets it. One "
+        "without a click comes out only when the join's watermark has passed impression_time + "
+        "CLICK_WINDOW_MINUTES: then no click can still come for it. A row older than the "
+        "watermark when it arrives is dropped, not joined.",
+        "A micro-batch runs with the watermark computed at the end of the one before: for each "
+        "stream, its latest event time minus 2 minutes; the join uses the MINIMUM of the two. "
+        "A stream that sent nothing keeps its old watermark.",
+        "Watermarks: batch 0 none, batch 1 08:59 (min of 09:00 and 08:59). Work out batch 2's "
+        "and that of the extra batch Spark runs after the input, then which impressions are "
+        "10 minutes behind each.",
+    ],
+    # A predict exercise needs no hidden scenario: the query and its input are in the file.
+    scenarios=[
+        Scenario(
+            {
+                "impressions": to_impressions(PRISTINE.IMPRESSIONS),
+                "clicks": to_clicks(PRISTINE.CLICKS),
+            }
+        )
+    ],
+    mistakes=[
+        Mistake(
+            "unmatched_at_once",
+            "A stream-stream join cannot emit an impression without a click in the batch it "
+            "arrives: its click may still come in a later batch. It waits in the join's state "
+            "until the watermark has passed its time bound.",
+            when=thinks_unmatched_at_once,
+        ),
+        Mistake(
+            "impression_watermark_alone",
+            "That is the impressions' watermark (09:28). The join runs with the MINIMUM of the "
+            "two streams' watermarks, and the clicks' was still 08:59 in batch 2: no click had "
+            "come since 09:01. P2 waits for the batch after.",
+            when=thinks_impression_watermark_alone,
+        ),
+        Mistake(
+            "late_impression_kept",
+            "P0 (08:50) arrived in batch 2, which ran with the watermark 08:59: it is older, so "
+            "the join drops it as too late. It never comes out, not even with nulls.",
+            when=thinks_late_impression_kept,
+        ),
+        Mistake(
+            "no_trailing_batch",
+            "After the last input, the watermark had moved (the clicks' to 09:33), so Spark runs "
+            "one more micro-batch with no new rows: that is where the impressions it settles "
+            "come out.",
+            when=forgets_trailing_batch,
+        ),
+    ],
+)

@@ -1,0 +1,185 @@
+import os
+import threading
+import time
+
+from common import paths
+from common.schemas import TRANSACTION_SCHEMA
+from infra.files import json_lines, write_atomically
+from practice import catalog
+from practice.observe import Batch, Observation, plain, sort_rows
+from practice.scenarios import transaction
+from practice.spec import Exercise, Mistake, Scenario
+
+RUNS_FACT = "micro-batches in each run"
+
+
+def payments(file_number: int, count: int) -> list[dict]:
+    """``count`` payments for one file: ids F<file>-<n>, one second apart."""
+    return [
+        transaction(f"F{file_number}-{n}", f"U{n}", 10.0 * n, f"10:{file_number:02d}:{n:02d}")
+        for n in range(1, count + 1)
+    ]
+
+
+def write_files(folder, files: list, first_number: int, first_mtime: float) -> None:
+    """One JSON Lines file per list of records, numbered on from ``first_number``.
+
+    The file source takes new files oldest first, by modification time: each file gets its
+    own, one second apart, in the order written.
+    """
+    for offset, records in enumerate(files):
+        number = first_number + offset
+        path = write_atomically(folder, f"payments-{number:04d}.json", json_lines(records))
+        os.utime(path, (first_mtime + number, first_mtime + number))
+
+
+def run_two_backfills(spark, exercise, module, scenario, workdir) -> Observation:
+    """Each run of the scenario (``{run name: files}``) writes its files, then starts the
+    pristine file's start_backfill on the same checkpoint and waits until it stops.
+
+    One Batch per micro-batch, over both runs (its rows: the transaction ids it read); the
+    fact RUNS_FACT says how many micro-batches each run had.
+    """
+    query_module = catalog.load_module(catalog.pristine(exercise), "pristine")
+    if workdir.exists():
+        paths.remove_tree(workdir, allow_outside=True)
+    folder = workdir / "input"
+    folder.mkdir(parents=True)
+    first_mtime = time.time() - 600
+    received = {}
+    lock = threading.Lock()
+
+    def keep(batch_df, batch_id: int) -> None:
+        rows = [plain((row.transaction_id,)) for row in batch_df.collect()]
+        with lock:
+            received[batch_id] = rows
+
+    batches_per_run = []
+    written = 0
+    for files in scenario.batches.values():
+        write_files(folder, files, written, first_mtime)
+        written += len(files)
+        before = len(received)
+        payments_df = query_module.read_payments(spark, folder)
+        query = query_module.start_backfill(payments_df, workdir / "checkpoint", keep)
+        try:
+            finished = query.awaitTermination(120)
+        finally:
+            if query.isActive:
+                query.stop()
+        if not finished:
+            raise TimeoutError("the availableNow query did not stop within 120 s")
+        batches_per_run.append(len(received) - before)
+    batches = [Batch(sort_rows(received[batch_id])) for batch_id in sorted(received)]
+    return Observation(["transaction_id"], batches, facts={RUNS_FACT: batches_per_run})
+
+
+def payments_per_batch(observation: Observation) -> dict:
+    """{run name: the number of payments each of its micro-batches read}."""
+    counts = [len(batch.rows) for batch in observation.batches]
+    first_run = observation.facts[RUNS_FACT][0]
+    return {"first run": counts[:first_run], "second run": counts[first_run:]}
+
+
+def runs_of(guess, actual) -> dict[str, list] | None:
+    """The guess as {run name: payments per micro-batch}, for Spark's runs; None when it is
+    not so shaped."""
+    if not isinstance(guess, dict):
+        return None
+    runs = {}
+    for run in actual:
+        counts = guess.get(run)
+        if not isinstance(counts, list) or not all(isinstance(n, (int, float)) for n in counts):
+            return None
+        runs[run] = counts
+    return runs
+
+
+def one_batch_per_run(guess, actual) -> bool:
+    """A run that Spark split into several micro-batches is guessed as one batch of all its
+    payments (trigger(once=True)'s answer)."""
+    runs = runs_of(guess, actual)
+    if runs is None:
+        return False
+    return any(len(counts) > 1 and runs[run] == [sum(counts)] for run, counts in actual.items())
+
+
+def files_per_trigger() -> int:
+    """The pristine file's MAX_FILES_PER_TRIGGER (the query the learner predicts)."""
+    return catalog.load_module(catalog.pristine(EXERCISE), "pristine").MAX_FILES_PER_TRIGGER
+
+
+def batches_of_limit_rows(guess, actual) -> bool:
+    """A run's payments are all there, but in batches of at most MAX_FILES_PER_TRIGGER
+    payments, where Spark's batches held more: the limit taken for rows."""
+    limit = files_per_trigger()
+    runs = runs_of(guess, actual)
+    if runs is None:
+        return False
+    return any(
+        max(counts, default=0) > limit
+        and sum(runs[run]) == sum(counts)
+        and all(n <= limit for n in runs[run])
+        for run, counts in actual.items()
+    )
+
+
+def rereads_first_run(guess, actual) -> bool:
+    """The second run's guessed payments add up to both runs' payments: the files of the first
+    run read again."""
+    runs = runs_of(guess, actual)
+    if runs is None or len(actual) < 2:
+        return False
+    first, second = list(actual)[:2]
+    everything = sum(actual[first]) + sum(actual[second])
+    return sum(runs[second]) == everything
+
+
+EXERCISE = Exercise(
+    title="A backfill in batches",
+    kind="predict",
+    practises="availableNow: what is there, in batches that respect maxFilesPerTrigger, then stop",
+    function="start_backfill",
+    schemas=TRANSACTION_SCHEMA,
+    run=run_two_backfills,
+    predicted=payments_per_batch,
+    hints=[
+        "availableNow is not once: it reads what is there when the query starts, in as many "
+        "micro-batches as the source's limits need, then stops. The checkpoint remembers which "
+        "files were read, across runs.",
+        "maxFilesPerTrigger counts files, whatever their size: two files per micro-batch here, "
+        "oldest first; a batch's payments are the two files' payments added up.",
+        "First run: (3 + 1), then (2 + 4), then the last file alone. The second run reads the "
+        "three new files only, two per batch.",
+    ],
+    scenarios=[
+        # First run: five files, 3, 1, 2, 4 and 1 payments. Second run: three new files.
+        Scenario(
+            {
+                "first run": [payments(n, count) for n, count in enumerate([3, 1, 2, 4, 1], 1)],
+                "second run": [payments(n, count) for n, count in enumerate([2, 1, 2], 6)],
+            }
+        ),
+    ],
+    mistakes=[
+        Mistake(
+            "one_batch_for_all",
+            "One batch of everything: that is the deprecated trigger(once=True), which ignores "
+            "the source's limits. availableNow reads the same files, but in batches of at most "
+            "MAX_FILES_PER_TRIGGER files.",
+            when=one_batch_per_run,
+        ),
+        Mistake(
+            "limit_counts_rows",
+            "Two payments per batch: maxFilesPerTrigger limits the number of FILES per "
+            "micro-batch, not rows. A batch reads two whole files, however many lines they hold.",
+            when=batches_of_limit_rows,
+        ),
+        Mistake(
+            "rereads_old_files",
+            "The second run reads the old files again: the checkpoint lists every file already "
+            "read, so a query restarted on it reads only the files that arrived since.",
+            when=rereads_first_run,
+        ),
+    ],
+)

@@ -1,0 +1,24 @@
+"""A known mistake: an inner join, so the impressions without a click never come out."""
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+CLICK_WINDOW_MINUTES = 10
+IMPRESSION_WATERMARK = "2 minutes"
+CLICK_WATERMARK = "2 minutes"
+
+
+def build_ad_join(impressions: DataFrame, clicks: DataFrame) -> DataFrame:
+    clicks = clicks.select(
+        "click_id", F.col("impression_id").alias("click_impression_id"), "click_time"
+    )
+    impressions = impressions.withWatermark("impression_time", IMPRESSION_WATERMARK)
+    clicks = clicks.withWatermark("click_time", CLICK_WATERMARK)
+    same_impression = F.col("impression_id") == F.col("click_impression_id")
+    window_end = F.col("impression_time") + F.expr(f"INTERVAL {CLICK_WINDOW_MINUTES} MINUTES")
+    in_time = (F.col("click_time") >= F.col("impression_time")) & (
+        F.col("click_time") <= window_end
+    )
+    return impressions.join(clicks, same_impression & in_time, "inner").select(
+        "impression_id", "ad_id", "user_id", "impression_time", "click_id", "click_time"
+    )

@@ -1,0 +1,20 @@
+"""A known mistake: no time bound in the join, so Spark refuses the left outer join."""
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+CLICK_WINDOW_MINUTES = 10
+IMPRESSION_WATERMARK = "2 minutes"
+CLICK_WATERMARK = "2 minutes"
+
+
+def build_ad_join(impressions: DataFrame, clicks: DataFrame) -> DataFrame:
+    clicks = clicks.select(
+        "click_id", F.col("impression_id").alias("click_impression_id"), "click_time"
+    )
+    impressions = impressions.withWatermark("impression_time", IMPRESSION_WATERMARK)
+    clicks = clicks.withWatermark("click_time", CLICK_WATERMARK)
+    same_impression = F.col("impression_id") == F.col("click_impression_id")
+    return impressions.join(clicks, same_impression, "left_outer").select(
+        "impression_id", "ad_id", "user_id", "impression_time", "click_id", "click_time"
+    )
