@@ -1,0 +1,181 @@
+"""Check of 10.1: the learner's foreachBatch function in a real query, with batch 1 run twice.
+
+The run feeds the scenario's micro-batches to a query whose foreachBatch calls the learner's
+``write_category_totals`` and reads the Delta table after each batch. Batch 1 is written twice
+in a row, as Spark does after a crash between the sink's write and the batch's commit; what the
+second write changed is a fact the check compares (it must be nothing).
+"""
+
+from collections import Counter
+from pathlib import Path
+
+from delta.tables import DeltaTable
+
+from common import paths
+from common.schemas import ECOMMERCE_EVENT_SCHEMA
+from practice.observe import Batch, Observation, plain, sort_rows
+from practice.scenarios import shop_event
+from practice.spec import Exercise, Mistake, Scenario
+from teaching.microbatch import stream_batches, write_batches
+
+RETRIED_BATCH = 1  # the batch the check writes twice
+RETRY_CHANGED = f"rows the retry of batch {RETRIED_BATCH} changed"
+
+
+def purchase(event_id: str, user: str, time_of_day: str, category: str, price: float, units=1):
+    return shop_event(
+        event_id, user, "purchase", time_of_day, category=category, price=price, quantity=units
+    )
+
+
+def view(event_id: str, user: str, time_of_day: str, category: str) -> dict:
+    return shop_event(event_id, user, "view", time_of_day, category=category)
+
+
+def read_table(spark, table: Path) -> tuple[list, list]:
+    """(columns, sorted plain rows) of the Delta table; no columns and no rows before it exists."""
+    if not DeltaTable.isDeltaTable(spark, paths.uri(table)):
+        return [], []
+    frame = spark.read.format("delta").load(paths.uri(table))
+    return list(frame.columns), sort_rows([plain(tuple(row)) for row in frame.collect()])
+
+
+def run(spark, exercise, module, scenario, workdir: Path) -> Observation:
+    """The scenario through the learner's sink: the table after each batch, and the retry's
+    changes."""
+    from practice.checking import NotStarted
+
+    if workdir.exists():
+        paths.remove_tree(workdir, allow_outside=True)
+    source = write_batches(workdir / "input", scenario.batches)
+    table = workdir / "category_totals"
+    after_batches = []
+    facts = {}
+    failures = []
+
+    def sink(batch, batch_id: int) -> None:
+        if failures:
+            return  # the learner's function failed on an earlier batch: the run is over
+        try:
+            module.write_category_totals(batch, batch_id, table)
+            if batch_id == RETRIED_BATCH:
+                before = Counter(read_table(spark, table)[1])
+                module.write_category_totals(batch, batch_id, table)
+                after = Counter(read_table(spark, table)[1])
+                # Rows gone and rows added, each copy counted.
+                facts[RETRY_CHANGED] = (before - after).total() + (after - before).total()
+        except Exception as error:
+            # Kept, not raised: raised here, Spark would fail the query and log its whole trace.
+            failures.append(error)
+            return
+        after_batches.append(read_table(spark, table))
+
+    query = (
+        stream_batches(spark, source, ECOMMERCE_EVENT_SCHEMA)
+        .writeStream.foreachBatch(sink)
+        .option("checkpointLocation", paths.uri(workdir / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    try:
+        query.awaitTermination(120)
+    finally:
+        if query.isActive:
+            query.stop()
+    if failures and isinstance(failures[0], NotImplementedError):
+        raise NotStarted()
+    if failures:
+        raise failures[0]  # the learner's error, with the line of their file it came from
+    columns = next((columns for columns, _ in reversed(after_batches) if columns), [])
+    return Observation(columns, [Batch(rows) for _, rows in after_batches], facts=facts)
+
+
+def two_rows_for_one_category(mine, wanted) -> bool:
+    """Some batch left the table with a category twice: rows added, not totals replaced."""
+    for batch in mine.batches:
+        categories = [row[0] for row in batch.rows]
+        if len(categories) != len(set(categories)):
+            return True
+    return False
+
+
+def retry_changed_the_table(mine, wanted) -> bool:
+    return mine.facts.get(RETRY_CHANGED, 0) > 0
+
+
+EXERCISE = Exercise(
+    title="Totals a replay cannot double",
+    kind="build",
+    practises="an idempotent foreachBatch write: totals that a replayed batch id does not change",
+    function="write_category_totals",
+    schemas=ECOMMERCE_EVENT_SCHEMA,
+    run=run,
+    check_dropped=False,
+    hints=[
+        "The table must hold one row per category, its totals so far: each batch replaces the "
+        "totals with (totals so far + this batch's sales). And a batch id written before must "
+        "be skipped: lesson 10 records the batch id together with the write, in one "
+        "transaction.",
+        "Delta records a (txnAppId, txnVersion) pair in the same commit as the data, and skips "
+        "a write whose txnVersion is not higher than one committed for that txnAppId: "
+        ".option('txnAppId', query_id(batch)).option('txnVersion', batch_id) on "
+        "totals.write.format('delta').mode('overwrite').save(paths.uri(table)).",
+        "totals = the table read with spark.read.format('delta') (once DeltaTable.isDeltaTable "
+        "says it exists), .unionByName(build_category_sales(batch).withColumn('last_batch', "
+        "F.lit(batch_id))), .groupBy('category').agg(F.sum('purchases'), F.sum('units'), "
+        "F.round(F.sum('revenue'), 2), F.max('last_batch')), each aliased to its column.",
+    ],
+    scenarios=[
+        # Batch 1 (written twice) adds to Books and brings a new category, Garden; batch 2 adds
+        # to Home only, so Books and Garden keep last_batch 1. Views add nothing.
+        Scenario(
+            [
+                [
+                    purchase("E-1", "U-1", "10:30:00", "Books", 12.5, units=2),
+                    view("E-2", "U-2", "10:30:02", "Books"),
+                    purchase("E-3", "U-3", "10:30:05", "Home", 40.0),
+                ],
+                [
+                    purchase("E-4", "U-2", "10:30:10", "Books", 12.5),
+                    purchase("E-5", "U-4", "10:30:12", "Garden", 7.25, units=4),
+                ],
+                [
+                    purchase("E-6", "U-1", "10:30:20", "Home", 60.0),
+                    view("E-7", "U-4", "10:30:21", "Garden"),
+                ],
+            ]
+        ),
+        # Other categories, two batches (each Delta commit costs the check time); batch 1
+        # (written twice) holds two purchases of a category that batch 0 started.
+        Scenario(
+            [
+                [
+                    purchase("X-9", "A", "09:00:00", "Toys", 5.0),
+                    view("X-6", "A", "09:00:01", "Toys"),
+                ],
+                [
+                    purchase("X-3", "B", "09:00:05", "Toys", 5.0, units=3),
+                    purchase("X-4", "C", "09:00:06", "Toys", 2.5),
+                    purchase("X-5", "C", "09:00:07", "Sports", 99.99),
+                ],
+            ],
+            hidden=True,
+        ),
+    ],
+    mistakes=[
+        Mistake(
+            "plain_append",
+            "A plain append: each batch adds a row per category (and a retry adds them again), "
+            "so the table holds a category several times. Replace the table with the new totals "
+            "(the totals so far plus this batch's sales), one row per category.",
+            when=two_rows_for_one_category,
+        ),
+        Mistake(
+            "no_replay_guard",
+            "No replay guard: the totals are right, but running batch 1 again added its sales a "
+            "second time. Make Delta skip a batch id it has committed: "
+            ".option('txnAppId', query_id(batch)).option('txnVersion', batch_id).",
+            when=retry_changed_the_table,
+        ),
+    ],
+)

@@ -1,0 +1,187 @@
+"""Check of 10.2: the learner's foreachBatch function in a real query, with batch 1 run twice.
+
+The run feeds the scenario's micro-batches to a query whose foreachBatch calls the learner's
+``write_alerts``, and after each batch reads every line of every file in the alert folder, as
+the alerting job would. Batch 1 is written twice in a row, as Spark does after a crash between
+the sink's write and the batch's commit; what the second write changed is a fact the check
+compares (it must be nothing).
+"""
+
+import json
+from collections import Counter
+from itertools import pairwise
+from pathlib import Path
+
+from common import paths
+from common.schemas import ECOMMERCE_EVENT_SCHEMA
+from practice.observe import Batch, Observation, plain, sort_rows
+from practice.scenarios import shop_event
+from practice.spec import Exercise, Mistake, Scenario
+from teaching.microbatch import stream_batches, write_batches
+
+RETRIED_BATCH = 1  # the batch the check writes twice
+RETRY_CHANGED = f"alert lines the retry of batch {RETRIED_BATCH} added or removed"
+KEYS = ["event_id", "user_id", "amount"]  # what each alert line holds
+# The rows the check compares: each alert with the number of lines that hold it, so that an
+# alert written twice shows as such.
+COLUMNS = [*KEYS, "lines"]
+
+
+def purchase(event_id: str, user: str, time_of_day: str, price: float, units: int = 1) -> dict:
+    return shop_event(event_id, user, "purchase", time_of_day, price=price, quantity=units)
+
+
+def view(event_id: str, user: str, time_of_day: str, price: float) -> dict:
+    return shop_event(event_id, user, "view", time_of_day, price=price)
+
+
+def read_alerts(folder: Path) -> list:
+    """Every line of every file under ``folder`` (not hidden, not Spark's _SUCCESS): one row per
+    alert, with the number of lines that hold it."""
+    alerts = Counter()
+    if not folder.is_dir():
+        return []
+    for path in sorted(folder.rglob("*")):
+        hidden = any(part.startswith((".", "_")) for part in path.relative_to(folder).parts)
+        if hidden or not path.is_file() or path.suffix == ".crc":
+            continue
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                record = json.loads(line)
+                alerts[plain(tuple(record.get(name) for name in KEYS))] += 1
+    return sort_rows([(*alert, lines) for alert, lines in alerts.items()])
+
+
+def lines_changed(before: list, after: list) -> int:
+    """How many alert lines were added or removed between two read_alerts results."""
+    old = {row[:-1]: row[-1] for row in before}
+    new = {row[:-1]: row[-1] for row in after}
+    return sum(abs(new.get(alert, 0) - old.get(alert, 0)) for alert in old.keys() | new.keys())
+
+
+def run(spark, exercise, module, scenario, workdir: Path) -> Observation:
+    """The scenario through the learner's sink: the alert lines after each batch, and the
+    retry's changes."""
+    from practice.checking import NotStarted
+
+    if workdir.exists():
+        paths.remove_tree(workdir, allow_outside=True)
+    source = write_batches(workdir / "input", scenario.batches)
+    folder = workdir / "alerts"
+    after_batches = []
+    facts = {}
+    failures = []
+
+    def sink(batch, batch_id: int) -> None:
+        if failures:
+            return  # the learner's function failed on an earlier batch: the run is over
+        try:
+            module.write_alerts(batch, batch_id, folder)
+            if batch_id == RETRIED_BATCH:
+                before = read_alerts(folder)
+                module.write_alerts(batch, batch_id, folder)
+                facts[RETRY_CHANGED] = lines_changed(before, read_alerts(folder))
+        except Exception as error:
+            # Kept, not raised: raised here, Spark would fail the query and log its whole trace.
+            failures.append(error)
+            return
+        after_batches.append(read_alerts(folder))
+
+    query = (
+        stream_batches(spark, source, ECOMMERCE_EVENT_SCHEMA)
+        .writeStream.foreachBatch(sink)
+        .option("checkpointLocation", paths.uri(workdir / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    try:
+        query.awaitTermination(120)
+    finally:
+        if query.isActive:
+            query.stop()
+    if failures and isinstance(failures[0], NotImplementedError):
+        raise NotStarted()
+    if failures:
+        raise failures[0]  # the learner's error, with the line of their file it came from
+    return Observation(COLUMNS, [Batch(rows) for rows in after_batches], facts=facts)
+
+
+def alerts_disappear(mine, wanted) -> bool:
+    """A batch left the folder without alerts an earlier batch had written."""
+    for earlier, later in pairwise(mine.batches):
+        alerts = {row[:-1] for row in later.rows}
+        if any(row[:-1] not in alerts for row in earlier.rows):
+            return True
+    return False
+
+
+def retry_added_alerts(mine, wanted) -> bool:
+    return mine.facts.get(RETRY_CHANGED, 0) > 0
+
+
+EXERCISE = Exercise(
+    title="Alerts sent twice",
+    kind="fix",
+    practises="an idempotent foreachBatch write: what a batch writes is named after its batch id",
+    function="write_alerts",
+    schemas=ECOMMERCE_EVENT_SCHEMA,
+    run=run,
+    check_dropped=False,
+    hints=[
+        "After a crash Spark runs the last batch again, with the same batch id and the same "
+        "rows. Appending to one log cannot tell a replay from a new batch: the same alerts are "
+        "added again.",
+        "Give each batch id a place of its own, replaced on every write: lesson 10's "
+        "write_lines writes a file named batch-<id>.json, so a replay rewrites that file with "
+        "the same lines and touches no other batch's.",
+        "files.write_atomically(folder, f'batch-{batch_id:06d}.json', text), with text the "
+        "lines joined, each ending in a newline (skip it when there is no alert).",
+    ],
+    scenarios=[
+        # Batch 0: one alert (1299.99); 79.99 and a view are none. Batch 1 (written twice): 4 x
+        # 159.0 = 636.0 is one, 2 x 249.99 = 499.98 is not. Batch 2: exactly 500.0 is one.
+        Scenario(
+            [
+                [
+                    purchase("E-1", "U-1", "10:30:00", 1299.99),
+                    purchase("E-2", "U-2", "10:30:02", 79.99),
+                    view("E-3", "U-3", "10:30:04", 1299.99),
+                ],
+                [
+                    purchase("E-4", "U-3", "10:30:10", 249.99, units=2),
+                    purchase("E-5", "U-4", "10:30:12", 159.0, units=4),
+                ],
+                [purchase("E-6", "U-2", "10:30:20", 500.0)],
+            ]
+        ),
+        # Two alerts in batch 1 (written twice), none in batch 0, one in batch 2.
+        Scenario(
+            [
+                [purchase("X-7", "B", "09:00:00", 120.0)],
+                [
+                    purchase("X-2", "C", "09:00:05", 750.0),
+                    purchase("X-3", "A", "09:00:06", 300.0, units=3),
+                    view("X-4", "A", "09:00:07", 999.0),
+                ],
+                [purchase("X-5", "B", "09:00:09", 1000.0)],
+            ],
+            hidden=True,
+        ),
+    ],
+    mistakes=[
+        Mistake(
+            "one_file_replaced",
+            "One file, replaced by every batch: a replay no longer doubles anything, but each "
+            "batch also deletes the alerts of the batches before it. Give each batch id a file "
+            "of its own (batch-<id>.json).",
+            when=alerts_disappear,
+        ),
+        Mistake(
+            "adds_on_replay",
+            "A replayed batch adds its alerts again: its write goes to a new place (the end of a "
+            "log, a new file name) each time it runs. Name what a batch writes after its "
+            "batch_id, so that running it again replaces it.",
+            when=retry_added_alerts,
+        ),
+    ],
+)

@@ -1,0 +1,180 @@
+"""Check of 11.1: the learner's foreachBatch function in a real query; the Delta table is read
+after each micro-batch."""
+
+from itertools import pairwise
+from pathlib import Path
+
+from delta.tables import DeltaTable
+
+from common import paths
+from common.schemas import ECOMMERCE_EVENT_SCHEMA
+from practice.observe import Batch, Observation, plain, sort_rows
+from practice.scenarios import shop_event
+from practice.spec import Exercise, Mistake, Scenario
+from teaching.microbatch import stream_batches, write_batches
+
+LAST_SEEN = 4  # the column of a row that holds the user's latest event time
+
+
+def event(event_id: str, user: str, kind: str, time_of_day: str, product: str) -> dict:
+    return shop_event(event_id, user, kind, time_of_day, product=product)
+
+
+def read_table(spark, table: Path) -> tuple[list, list]:
+    """(columns, sorted plain rows) of the Delta table; no columns and no rows before it exists."""
+    if not DeltaTable.isDeltaTable(spark, paths.uri(table)):
+        return [], []
+    frame = spark.read.format("delta").load(paths.uri(table))
+    return list(frame.columns), sort_rows([plain(tuple(row)) for row in frame.collect()])
+
+
+def run(spark, exercise, module, scenario, workdir: Path) -> Observation:
+    """The scenario through the learner's sink: the table after each batch."""
+    from practice.checking import NotStarted
+
+    if workdir.exists():
+        paths.remove_tree(workdir, allow_outside=True)
+    source = write_batches(workdir / "input", scenario.batches)
+    table = workdir / "user_last_event"
+    after_batches = []
+    failures = []
+
+    def sink(batch, batch_id: int) -> None:
+        if failures:
+            return  # the learner's function failed on an earlier batch: the run is over
+        try:
+            module.write_latest_per_user(batch, table)
+        except Exception as error:
+            # Kept, not raised: raised here, Spark would fail the query and log its whole trace.
+            failures.append(error)
+            return
+        after_batches.append(read_table(spark, table))
+
+    query = (
+        stream_batches(spark, source, ECOMMERCE_EVENT_SCHEMA)
+        .writeStream.foreachBatch(sink)
+        .option("checkpointLocation", paths.uri(workdir / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    try:
+        query.awaitTermination(120)
+    finally:
+        if query.isActive:
+            query.stop()
+    if failures and isinstance(failures[0], NotImplementedError):
+        raise NotStarted()
+    if failures:
+        raise failures[0]  # the learner's error (or Delta's), from the line of their file
+    columns = next((columns for columns, _ in reversed(after_batches) if columns), [])
+    return Observation(columns, [Batch(rows) for _, rows in after_batches])
+
+
+def rows_by_user(batch: Batch) -> dict:
+    return {row[0]: row for row in batch.rows}
+
+
+def a_user_went_back_in_time(mine, wanted) -> bool:
+    """A user's row holds an older event after a batch than before it."""
+    for earlier, later in pairwise(mine.batches):
+        before = rows_by_user(earlier)
+        for user, row in rows_by_user(later).items():
+            if user in before and len(row) > LAST_SEEN and row[LAST_SEEN] < before[user][LAST_SEEN]:
+                return True
+    return False
+
+
+def rows_never_change(mine, wanted) -> bool:
+    """No user's row ever changed in the learner's table, while some should have."""
+
+    def changes(observation) -> bool:
+        for earlier, later in pairwise(observation.batches):
+            before = rows_by_user(earlier)
+            if any(before.get(user, row) != row for user, row in rows_by_user(later).items()):
+                return True
+        return False
+
+    return changes(wanted) and not changes(mine)
+
+
+EXERCISE = Exercise(
+    title="The latest event per user",
+    kind="build",
+    practises="MERGE (upsert) from foreachBatch: one row per key, deduplicated, only forward",
+    function="write_latest_per_user",
+    schemas=ECOMMERCE_EVENT_SCHEMA,
+    run=run,
+    check_dropped=False,
+    mirrors="11_delta_lake:write_latest_per_user",
+    hints=[
+        "MERGE matches each row of the batch (the source) with the table's row of the same "
+        "user (the target): update it when matched, insert it when not. A target row may be "
+        "matched by one source row only, so reduce the batch to one row per user first.",
+        "The latest event per user: F.row_number() over Window.partitionBy('user_id')"
+        ".orderBy(F.col('timestamp').desc()), keep rank 1. Then DeltaTable.forPath(spark, "
+        "paths.uri(table)).alias('t').merge(latest.alias('s'), 't.user_id = s.user_id')"
+        ".whenMatchedUpdateAll(...).whenNotMatchedInsertAll().execute().",
+        "Create the table once, empty, with latest.limit(0).write.format('delta').save(...) "
+        "when DeltaTable.isDeltaTable says it is not there. A late event must not win: "
+        "whenMatchedUpdateAll(condition='s.last_seen > t.last_seen').",
+    ],
+    scenarios=[
+        # Batch 1 holds two events of U-1 (matched: MERGE refuses two source rows for one
+        # target row), a new user U-3, and U-2's late view (10:30:01, older than its 10:30:05
+        # cart), which must not replace the cart.
+        Scenario(
+            [
+                [
+                    event("E-1", "U-1", "view", "10:30:00", "P001"),
+                    event("E-2", "U-2", "cart", "10:30:05", "P002"),
+                ],
+                [
+                    event("E-3", "U-1", "cart", "10:30:10", "P001"),
+                    event("E-4", "U-1", "purchase", "10:30:15", "P001"),
+                    event("E-5", "U-3", "view", "10:30:12", "P004"),
+                    event("E-6", "U-2", "view", "10:30:01", "P009"),
+                ],
+            ]
+        ),
+        # A new user twice in batch 0 (both would be inserted); in batch 1 a late event of B,
+        # a newer one of A (listed before an older one), and a new user C.
+        Scenario(
+            [
+                [
+                    event("X-8", "A", "cart", "09:00:04", "P7"),
+                    event("X-2", "A", "view", "09:00:01", "P7"),
+                    event("X-5", "B", "purchase", "09:00:03", "P3"),
+                ],
+                [
+                    event("X-9", "A", "purchase", "09:00:09", "P7"),
+                    event("X-1", "B", "view", "09:00:02", "P2"),
+                    event("X-6", "A", "view", "09:00:06", "P5"),
+                    event("X-4", "C", "cart", "09:00:07", "P3"),
+                ],
+            ],
+            hidden=True,
+        ),
+    ],
+    mistakes=[
+        Mistake(
+            "no_dedupe",
+            "No deduplication within the batch: a user with two events in one micro-batch is two "
+            "source rows for one target row, and Delta refuses such a MERGE. Keep each user's "
+            "latest event of the batch first (row_number over a window per user, rank 1).",
+            error=r"MULTIPLE_SOURCE_ROW_MATCHING|multiple source rows matched",
+        ),
+        Mistake(
+            "late_event_wins",
+            "A late event wins: the update has no condition, so an older event that arrives "
+            "after a newer one replaces it. Update only when the batch's event is newer: "
+            "whenMatchedUpdateAll(condition='s.last_seen > t.last_seen').",
+            when=a_user_went_back_in_time,
+        ),
+        Mistake(
+            "insert_only",
+            "Insert only: a user's row is written when they first appear and never updated. "
+            "Add whenMatchedUpdateAll(...) to the MERGE, so a matched user gets their newer event.",
+            when=rows_never_change,
+        ),
+    ],
+)

@@ -1,0 +1,166 @@
+"""Check of 11.2: the learner's foreachBatch function in two real queries into one Delta table.
+
+The first query reads all micro-batches of the scenario but the last, and writes batch 1 twice
+in a row, as Spark does after a crash between the sink's write and the batch's commit. A second
+query, with a new checkpoint (so a new query id, and batch ids from 0 again), reads the last
+micro-batch. The table is read after each batch; how many rows the retry and the second query
+added are facts the check compares.
+"""
+
+from collections import Counter
+from pathlib import Path
+
+from delta.tables import DeltaTable
+
+from common import paths
+from common.schemas import ECOMMERCE_EVENT_SCHEMA
+from practice.observe import Batch, Observation, plain, sort_rows
+from practice.scenarios import shop_event
+from practice.spec import Exercise, Mistake, Scenario
+from teaching.microbatch import stream_batches, write_batches
+
+RETRIED_BATCH = 1  # the first query's batch the check writes twice
+RETRY_ADDED = f"rows the retry of batch {RETRIED_BATCH} added"
+SECOND_QUERY_ADDED = "rows the second query (new checkpoint) added"
+KEYS = ["event_id", "user_id", "event_type"]  # what the check shows of each row
+COLUMNS = [*KEYS, "copies"]  # each event with the number of rows that hold it
+
+
+def event(event_id: str, user: str, kind: str, time_of_day: str) -> dict:
+    return shop_event(event_id, user, kind, time_of_day)
+
+
+def read_table(spark, table: Path) -> list:
+    """One row per event of the Delta table, with its number of copies; [] before it exists."""
+    if not DeltaTable.isDeltaTable(spark, paths.uri(table)):
+        return []
+    frame = spark.read.format("delta").load(paths.uri(table)).select(*KEYS)
+    copies = Counter(plain(tuple(row)) for row in frame.collect())
+    return sort_rows([(*row, count) for row, count in copies.items()])
+
+
+def row_count(rows: list) -> int:
+    return sum(row[-1] for row in rows)
+
+
+def run_query(spark, source: Path, checkpoint: Path, sink) -> None:
+    """``source``'s files through ``sink`` in foreachBatch, one file per batch, until read."""
+    query = (
+        stream_batches(spark, source, ECOMMERCE_EVENT_SCHEMA)
+        .writeStream.foreachBatch(sink)
+        .option("checkpointLocation", paths.uri(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    try:
+        query.awaitTermination(120)
+    finally:
+        if query.isActive:
+            query.stop()
+
+
+def run(spark, exercise, module, scenario, workdir: Path) -> Observation:
+    """The scenario through the learner's sink, in two queries: the table after each batch."""
+    from practice.checking import NotStarted
+
+    if workdir.exists():
+        paths.remove_tree(workdir, allow_outside=True)
+    first = write_batches(workdir / "input" / "first", scenario.batches[:-1])
+    second = write_batches(workdir / "input" / "second", scenario.batches[-1:])
+    table = workdir / "events"
+    after_batches = []
+    facts = {}
+    failures = []
+
+    def sink(batch, batch_id: int) -> None:
+        if failures:
+            return  # the learner's function failed on an earlier batch: the run is over
+        try:
+            module.write_events_once(batch, batch_id, table)
+            if batch_id == RETRIED_BATCH:
+                before = row_count(read_table(spark, table))
+                module.write_events_once(batch, batch_id, table)
+                facts[RETRY_ADDED] = row_count(read_table(spark, table)) - before
+        except Exception as error:
+            # Kept, not raised: raised here, Spark would fail the query and log its whole trace.
+            failures.append(error)
+            return
+        after_batches.append(read_table(spark, table))
+
+    run_query(spark, first, workdir / "checkpoint-first", sink)
+    if not failures:
+        before = row_count(after_batches[-1]) if after_batches else 0
+        run_query(spark, second, workdir / "checkpoint-second", sink)
+        if not failures:
+            facts[SECOND_QUERY_ADDED] = row_count(after_batches[-1]) - before
+    if failures and isinstance(failures[0], NotImplementedError):
+        raise NotStarted()
+    if failures:
+        raise failures[0]  # the learner's error, with the line of their file it came from
+    return Observation(COLUMNS, [Batch(rows) for rows in after_batches], facts=facts)
+
+
+def retry_added_rows(mine, wanted) -> bool:
+    return mine.facts.get(RETRY_ADDED, 0) > 0
+
+
+def second_query_skipped(mine, wanted) -> bool:
+    return mine.facts.get(SECOND_QUERY_ADDED, 0) < wanted.facts.get(SECOND_QUERY_ADDED, 0)
+
+
+EXERCISE = Exercise(
+    title="Exactly once into Delta",
+    kind="build",
+    practises="an exactly-once Delta append from foreachBatch: txnAppId (query id), txnVersion",
+    function="write_events_once",
+    schemas=ECOMMERCE_EVENT_SCHEMA,
+    run=run,
+    check_dropped=False,
+    hints=[
+        "A batch that runs again has the same batch id and the same rows. Delta can remember "
+        "which batch ids it holds: in the same commit as the data, it records a (txnAppId, "
+        "txnVersion) pair, and skips a write whose txnVersion is not higher than one already "
+        "committed for that txnAppId.",
+        "batch.write.format('delta').mode('append').option('txnAppId', ...)"
+        ".option('txnVersion', batch_id).save(paths.uri(table)).",
+        "The app id must name the query, not the table: a new checkpoint starts its batch ids "
+        "from 0 again. query_id(batch) (common.batch_ids) is the query's id, kept in its "
+        "checkpoint: .option('txnAppId', query_id(batch)).",
+    ],
+    scenarios=[
+        # The first query: batches 0 and 1 (1 written twice). The second query (a new
+        # checkpoint): the last micro-batch, its batch 0.
+        Scenario(
+            [
+                [event("E-1", "U-1", "view", "10:30:00"), event("E-2", "U-2", "cart", "10:30:02")],
+                [event("E-3", "U-1", "purchase", "10:30:05")],
+                [event("E-4", "U-3", "view", "10:30:09"), event("E-5", "U-2", "view", "10:30:11")],
+            ]
+        ),
+        # Other ids; batch 1 (written twice) holds two events.
+        Scenario(
+            [
+                [event("X-9", "B", "cart", "09:00:00")],
+                [event("X-2", "A", "view", "09:00:03"), event("X-7", "B", "purchase", "09:00:04")],
+                [event("X-5", "C", "view", "09:00:08")],
+            ],
+            hidden=True,
+        ),
+    ],
+    mistakes=[
+        Mistake(
+            "no_txn_options",
+            "No txnAppId/txnVersion: a plain append cannot tell a replay from a new batch, so "
+            "batch 1, run again, was appended again. Give the write "
+            ".option('txnAppId', query_id(batch)).option('txnVersion', batch_id).",
+            when=retry_added_rows,
+        ),
+        Mistake(
+            "fixed_app_id",
+            "A fixed txnAppId: the second query (a new checkpoint) numbers its batches from 0 "
+            "again, so Delta took them for replays of the first query's and skipped them. Use "
+            "the query's id, which changes with the checkpoint: query_id(batch).",
+            when=second_query_skipped,
+        ),
+    ],
+)

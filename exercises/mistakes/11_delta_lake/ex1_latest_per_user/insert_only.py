@@ -1,0 +1,47 @@
+"""A known mistake: only whenNotMatchedInsertAll(), so a user's row never changes after its first
+event."""
+
+from pathlib import Path
+
+from delta.tables import DeltaTable
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from common import paths
+
+
+def build_latest_per_user(events: DataFrame) -> DataFrame:
+    """One row per user: their latest event in this (batch) DataFrame."""
+    # MERGE needs at most one source row per target row, so a batch with three events of the
+    # same user is reduced to the latest one first (ties broken by event id).
+    latest_first = Window.partitionBy("user_id").orderBy(
+        F.col("timestamp").desc(), F.col("event_id").desc()
+    )
+    return (
+        events.withColumn("rank", F.row_number().over(latest_first))
+        .filter("rank = 1")
+        .select(
+            "user_id",
+            F.col("event_id").alias("last_event_id"),
+            F.col("event_type").alias("last_event_type"),
+            F.col("product_id").alias("last_product_id"),
+            F.col("timestamp").alias("last_seen"),
+        )
+    )
+
+
+def write_latest_per_user(batch: DataFrame, table: Path) -> None:
+    """Upsert one row per user, their latest event, into the Delta table ``table`` (creating
+    the table if needed)."""
+    spark = batch.sparkSession
+    latest = build_latest_per_user(batch)
+    if not DeltaTable.isDeltaTable(spark, paths.uri(table)):
+        # An empty table with the right columns: from then on every batch is a MERGE.
+        latest.limit(0).write.format("delta").save(paths.uri(table))
+    (
+        DeltaTable.forPath(spark, paths.uri(table))
+        .alias("t")
+        .merge(latest.alias("s"), "t.user_id = s.user_id")
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
