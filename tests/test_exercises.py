@@ -358,3 +358,16 @@ def test_a_network_folder_is_polled(monkeypatch):
     assert watch.must_poll(Path("/mnt/share")) is True
     monkeypatch.setattr(watch, "file_system_of", lambda path: "ext4")
     assert watch.must_poll(Path("/home")) is None
+
+
+def test_the_batch_table_shows_a_row_written_twice():
+    from practice.observe import Batch
+
+    want = Batch([("books", 2)], None, 0)
+    got = Batch([("books", 2), ("books", 2)], None, 0)
+    lines = checking.batch_table(1, want, got, show_dropped=False)
+    assert lines == [
+        "  Batch 1:  expected [-]   yours [-]",
+        "      ('books', 2)",
+        "    + ('books', 2)   (one copy too many)",
+    ]

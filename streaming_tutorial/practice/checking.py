@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import traceback
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from infra import errors
 from practice import catalog
 from practice.observe import Batch, Observation, observe, plain, sort_rows
 from practice.spec import Exercise, Scenario
+from teaching.demos import jvm_logs_off
 from teaching.narration import first_line
 
 PASSED, FAILING, NOT_STARTED = "passed", "failing", "not started"
@@ -99,7 +101,12 @@ def check(
     for number, (scenario, wanted) in enumerate(zip(exercise.scenarios, expected, strict=True)):
         label = "the hidden scenario" if scenario.hidden else f"scenario {number + 1}"
         try:
-            mine = run_scenario(spark, exercise, module, scenario, workdir / f"scenario-{number}")
+            # A refused or failing query logs its stack traces at ERROR (a hundred lines and
+            # more) before the check explains it in a line: the JVM's log is off meanwhile.
+            with jvm_logs_off():
+                mine = run_scenario(
+                    spark, exercise, module, scenario, workdir / f"scenario-{number}"
+                )
         except NotStarted:
             return Verdict(exercise, NOT_STARTED, "the function still raises its TODO")
         except Exception as error:
@@ -186,26 +193,36 @@ def batch_differs(exercise: Exercise, want: Batch | None, got: Batch | None) -> 
 def batch_table(
     number: int, want: Batch | None, got: Batch | None, show_dropped: bool
 ) -> list[str]:
-    """One batch, expected against the learner's, row by row."""
+    """One batch, expected against the learner's, row by row; a row the learner has more times
+    than expected shows as extra copies."""
+    marks = [batch.watermark for batch in (want, got) if batch is not None]
+    show_watermark = any(marks)
 
     def heading(batch: Batch | None) -> str:
         if batch is None:
             return "(no such batch)"
-        parts = [f"watermark {batch.watermark or '-'}"]
+        parts = []
+        if show_watermark:
+            parts.append(f"watermark {batch.watermark or '-'}")
         if show_dropped:
             parts.append(f"dropped {batch.dropped}")
-        return ", ".join(parts)
+        return ", ".join(parts) or "-"
 
     lines = [f"  Batch {number}:  expected [{heading(want)}]   yours [{heading(got)}]"]
     wanted_rows = want.rows if want else []
-    my_rows = got.rows if got else []
+    unmatched = Counter(got.rows if got else [])
     for row in wanted_rows:
-        mark = "  " if row in my_rows else "- "
-        lines.append(f"    {mark}{format_row(row)}")
-    for row in my_rows:
-        if row not in wanted_rows:
-            lines.append(f"    + {format_row(row)}   (not expected)")
-    if not wanted_rows and not my_rows:
+        if unmatched[row] > 0:
+            unmatched[row] -= 1
+            lines.append(f"      {format_row(row)}")
+        else:
+            lines.append(f"    - {format_row(row)}")
+    for row in got.rows if got else []:
+        if unmatched[row] > 0:
+            unmatched[row] -= 1
+            extra = "   (one copy too many)" if row in wanted_rows else "   (not expected)"
+            lines.append(f"    + {format_row(row)}{extra}")
+    if not wanted_rows and not (got and got.rows):
         lines.append("      (no rows in either)")
     return lines
 
