@@ -13,8 +13,10 @@ from __future__ import annotations
 import re
 import traceback
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 from infra import errors
 from practice import catalog
@@ -110,6 +112,8 @@ def check(
         except NotStarted:
             return Verdict(exercise, NOT_STARTED, "the function still raises its TODO")
         except Exception as error:
+            if todo_in_worker(error):
+                return Verdict(exercise, NOT_STARTED, "the function still raises its TODO")
             return error_verdict(exercise, error, path, source)
         observed.append(mine)
         if exercise.kind == "predict":
@@ -131,11 +135,35 @@ def check(
     return Verdict(exercise, PASSED, "", "", "", observed)
 
 
+@contextmanager
+def session_settings(spark, settings: dict[str, str]) -> Iterator[None]:
+    """The exercise's Spark settings for the check's queries, then the session's own again."""
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
 def run_scenario(
     spark, exercise: Exercise, module, scenario: Scenario, workdir: Path
 ) -> Observation:
-    if exercise.run is not None:
-        return exercise.run(spark, exercise, module, scenario, workdir)
+    """One scenario's run of the learner's module (the exercise's own ``run``, or the standard
+    one), with the exercise's Spark settings."""
+    with session_settings(spark, exercise.settings):
+        if exercise.run is not None:
+            return exercise.run(spark, exercise, module, scenario, workdir)
+        return standard_run(spark, exercise, module, scenario, workdir)
+
+
+def standard_run(spark, exercise: Exercise, module, scenario: Scenario, workdir: Path):
+    """The learner's query function on the scenario, one micro-batch at a time."""
     if exercise.kind == "predict":
         # The query the learner predicts is the pristine file's: editing it changes nothing.
         module_for_query = catalog.load_module(catalog.pristine(exercise), "pristine")
@@ -310,26 +338,72 @@ def recognise(
 
 def error_verdict(exercise: Exercise, error: Exception, path: Path, source: str) -> Verdict:
     text = str(error)
+    what = failure_kind(error)
+    in_worker = worker_error(text, path)
+    if in_worker:
+        # The learner's function failed in a Python worker (applyInPandasWithState,
+        # transformWithState, a UDF): their line and exception, not Spark's wrapper.
+        what = "Your code failed while the query ran"
     mistake = recognise(exercise, None, None, source, text)
     if mistake:
         return Verdict(
             exercise,
             FAILING,
-            "Spark refused the query: " + spark_line(text),
+            f"{what}: {in_worker or spark_line(text)}",
             mistake.hint,
             mistake.name,
         )
+    if in_worker:
+        return Verdict(exercise, FAILING, f"{what}: {in_worker}")
     if is_spark_error(error):
         where = where_in(error, path)
         for pattern, hint in KNOWN_ERRORS:
             if re.search(pattern, text, re.S):
-                report = f"{where}Spark refused the query: {spark_line(text)}"
+                report = f"{where}{what}: {spark_line(text)}"
                 return Verdict(exercise, FAILING, report, hint)
         # An error the lessons' runner explains (a checkpoint of another query, a missing
         # connector...) gets the same advice here.
         advice = errors.explain(error) or ""
-        return Verdict(exercise, FAILING, f"{where}Spark failed: {spark_line(text)}", advice)
+        return Verdict(exercise, FAILING, f"{where}{what}: {spark_line(text)}", advice)
     return Verdict(exercise, FAILING, python_error(error, path))
+
+
+def failure_kind(error: Exception) -> str:
+    """'Spark refused the query' (at start: analysis) or 'The query failed while running'."""
+    from pyspark.errors import StreamingQueryException
+
+    if isinstance(error, StreamingQueryException):
+        return "The query failed while running"
+    return "Spark refused the query"
+
+
+# A line of a Python traceback that names the exception: "TypeError: ...".
+EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*(?:Error|Exception)): (.*)$")
+
+
+def worker_error(text: str, path: Path) -> str:
+    """'ex1.py, line 12 (<code>): TypeError: ...' when Spark's error carries a Python worker's
+    traceback through the learner's file ``path``; '' otherwise."""
+    lines = text.splitlines()
+    frame = re.compile(rf'^\s*File "{re.escape(str(path.resolve()))}", line (\d+), in ')
+    last = None
+    for number, line in enumerate(lines):
+        if frame.match(line):
+            last = number
+    if last is None:
+        return ""
+    where = f"{path.name}, line {frame.match(lines[last]).group(1)}"
+    code = lines[last + 1].strip() if last + 1 < len(lines) else ""
+    for line in lines[last + 1 :]:
+        found = EXCEPTION_LINE.match(line.strip())
+        if found:
+            return f"{where} ({code}): {found.group(1)}: {found.group(2)}"
+    return ""
+
+
+def todo_in_worker(error: Exception) -> bool:
+    """The learner's function raised its TODO in a Python worker: Spark's error carries it."""
+    return is_spark_error(error) and "NotImplementedError" in str(error)
 
 
 def is_spark_error(error: Exception) -> bool:

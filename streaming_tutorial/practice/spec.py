@@ -74,6 +74,9 @@ class Exercise:
     # (default: the rows of each micro-batch).
     prediction: str = "PREDICTION"
     predicted: Callable | None = None
+    # Spark settings for the check's queries (e.g. the RocksDB state store transformWithState
+    # needs), set around each run and restored after it.
+    settings: dict = field(default_factory=dict)
     check_dropped: bool = True  # compare the rows each batch's watermark dropped
     check_state: bool = False  # compare the state rows left after the last batch
     mirrors: str = ""  # "07_watermarking:build_x": the lesson function the exercise mirrors

@@ -1,0 +1,227 @@
+import json
+import os
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
+
+from common import parsing, paths
+from common.schemas import ECOMMERCE_EVENT_SCHEMA
+from infra.files import write_atomically
+from practice.observe import Batch, Observation, sort_rows
+from practice.scenarios import at, shop_event
+from practice.spec import Exercise, Mistake, Scenario
+
+COLUMNS = ["folder", "partition / reason", "event_id / line"]
+TRIGGER = {"availableNow": True}
+
+
+def line(text: str) -> str:
+    """A line of a scenario's file that is no JSON record: kept as it is."""
+    return text
+
+
+def write_file(folder: Path, number: int, records: list, first_mtime: float) -> None:
+    """Batch ``number`` of a scenario as one file: a dict as a JSON line, a str as it is. Each
+    file gets its own mtime, one second apart, so the file source reads them in order."""
+    text = "".join(
+        (record if isinstance(record, str) else json.dumps(record)) + "\n" for record in records
+    )
+    path = write_atomically(folder, f"batch-{number:04d}.json", text)
+    os.utime(path, (first_mtime + number, first_mtime + number))
+
+
+def read_lines(spark, folder: Path):
+    """Lesson 04's read_events: the lines as text, one file per micro-batch, parsed."""
+    lines = (
+        spark.readStream.format("text")
+        .option("maxFilesPerTrigger", 1)
+        .load(paths.uri(folder))
+        .withColumn("source_file", F.col("_metadata.file_name"))
+    )
+    return parsing.parse_json(lines, ECOMMERCE_EVENT_SCHEMA)
+
+
+def start_and_finish(spark, module, lines, workdir: Path) -> None:
+    """Call the learner's start_sinks, then let every query it started read all there is."""
+    from practice.checking import NotStarted
+
+    before = {query.id for query in spark.streams.active}
+    try:
+        queries = module.start_sinks(
+            lines,
+            workdir / "events",
+            workdir / "quarantine",
+            workdir / "checkpoints",
+            dict(TRIGGER),
+        )
+        if not isinstance(queries, (list, tuple)) or not all(
+            isinstance(query, StreamingQuery) for query in queries
+        ):
+            raise TypeError(f"start_sinks must return the queries it started, not {queries!r}")
+        for query in queries:
+            # Waits until the query has read every file (also without availableNow).
+            query.processAllAvailable()
+    except NotImplementedError as error:
+        raise NotStarted() from error
+    finally:
+        for query in spark.streams.active:
+            if query.id not in before:
+                query.stop()
+    for query in queries:
+        if query.exception():
+            raise query.exception()
+
+
+def partition_of(file_uri: str, folder: Path) -> str:
+    """The folder a data file is in, under the sink's folder: 'date=2025-01-15', or '.'."""
+    parent = Path(urlparse(file_uri).path).parent
+    return str(parent.relative_to(folder.resolve())) if parent != folder.resolve() else "."
+
+
+def read_sinks(spark, workdir: Path) -> list:
+    """Both sinks' folders, read back as batch DataFrames: only committed files count."""
+    rows = []
+    events_dir = workdir / "events"
+    if any(events_dir.rglob("*.parquet")):
+        events = spark.read.parquet(paths.uri(events_dir)).select(
+            "event_id", F.col("_metadata.file_path").alias("file")
+        )
+        rows += [
+            ("events", partition_of(row.file, events_dir), row.event_id) for row in events.collect()
+        ]
+    quarantine_dir = workdir / "quarantine"
+    if any(quarantine_dir.rglob("*.json")):
+        bad = spark.read.schema(parsing.QUARANTINE_SCHEMA).json(paths.uri(quarantine_dir))
+        rows += [("quarantine", row.reason, row.raw_line) for row in bad.collect()]
+    return sort_rows(rows)
+
+
+def run_and_restart(spark, exercise, module, scenario, workdir: Path) -> Observation:
+    """Every file but the last, one run; then the last file, and a second run (the restart) on
+    the same folders and checkpoints. One Batch per run: both folders' rows after it."""
+    if workdir.exists():
+        paths.remove_tree(workdir, allow_outside=True)
+    batches = scenario.batches
+    first_mtime = time.time() - len(batches) - 60
+    runs = []
+    for files in (range(len(batches) - 1), [len(batches) - 1]):
+        for number in files:
+            write_file(workdir / "input", number, batches[number], first_mtime)
+        start_and_finish(spark, module, read_lines(spark, workdir / "input"), workdir)
+        runs.append(Batch(read_sinks(spark, workdir)))
+    return Observation(COLUMNS, runs)
+
+
+def row_set(batch) -> set:
+    return set(batch.rows)
+
+
+def loses_rows(mine, wanted):
+    """After some run, rows missing and none extra: a query skipped batches."""
+    return any(
+        row_set(got) < row_set(want)
+        for got, want in zip(mine.batches, wanted.batches, strict=False)
+    )
+
+
+def not_partitioned(mine, wanted):
+    return any(row[0] == "events" and row[1] == "." for batch in mine.batches for row in batch.rows)
+
+
+EXERCISE = Exercise(
+    title="One stream, two sinks",
+    kind="build",
+    practises="several queries on one stream: a file sink each, a checkpoint each, a restart",
+    function="start_sinks",
+    schemas=ECOMMERCE_EVENT_SCHEMA,
+    run=run_and_restart,
+    check_dropped=False,
+    hints=[
+        "Each writeStream ... start() is a query of its own. A file sink writes only new rows "
+        "(append) and needs a checkpoint: the checkpoint is how a restarted query knows which "
+        "files it has read and which batches it has written. A checkpoint belongs to exactly "
+        "one query.",
+        "build_events(lines).writeStream.format('parquet').outputMode('append')"
+        ".partitionBy('date').option('path', paths.uri(events_dir))"
+        ".option('checkpointLocation', paths.uri(checkpoints / 'events'))"
+        ".trigger(**trigger).start()",
+        "The same for build_quarantine(lines) with format('json'), quarantine_dir and "
+        "checkpoints / 'quarantine'; return [the events query, the quarantine query].",
+    ],
+    scenarios=[
+        # Run 1 reads two files: E1-E3 good, a line cut off, one with no user_id, an empty
+        # line. The restart brings a third file: E4 on the next day (a second partition), E5,
+        # and a negative price. It must add those rows only.
+        Scenario(
+            [
+                [
+                    shop_event("E1", "U1", "view", "10:30:00"),
+                    line('{"event_id": "E9", "user_id": "U2", "event_type": "vi'),
+                    shop_event("E2", "U2", "cart", "10:30:05"),
+                ],
+                [
+                    shop_event("E3", "U1", "purchase", "10:30:20", price=25.0),
+                    line(
+                        '{"event_id": "E8", "event_type": "view", "timestamp": "'
+                        + at("10:30:21")
+                        + '"}'
+                    ),
+                    line(""),
+                ],
+                [
+                    {
+                        **shop_event("E4", "U3", "view", "00:00:00"),
+                        "timestamp": "2025-01-16T00:00:05Z",
+                    },
+                    line(
+                        '{"event_id": "E7", "user_id": "U1", "event_type": "cart", "price": -5, '
+                        '"timestamp": "2025-01-15T10:31:05Z"}'
+                    ),
+                    shop_event("E5", "U2", "purchase", "10:31:00", price=12.0),
+                ],
+            ]
+        ),
+        # Other ids; three files before the restart, good and bad lines in another order.
+        Scenario(
+            [
+                [line("hello"), shop_event("A-1", "U7", "view", "09:00:00")],
+                [
+                    {
+                        **shop_event("A-2", "U8", "cart", "00:00:00"),
+                        "timestamp": "2025-01-14T23:59:59Z",
+                    },
+                ],
+                [line('[{"event_id": "A-9"}]'), shop_event("A-3", "U7", "view", "09:00:30")],
+                [shop_event("A-4", "U8", "purchase", "09:01:00"), line('{"event_id": "A-5"}')],
+            ],
+            hidden=True,
+        ),
+    ],
+    mistakes=[
+        Mistake(
+            "no_checkpoint",
+            "A file sink without a checkpoint: Spark refuses to start it, since a restart "
+            "could not know which files it has read. Give each query "
+            ".option('checkpointLocation', ...), a folder of its own under checkpoints.",
+            error=r"checkpointLocation must be specified",
+        ),
+        Mistake(
+            "shared_checkpoint",
+            "Both queries have the same checkpoint: a checkpoint belongs to one query. Two "
+            "queries on one folder take each other's batches for their own (one of them "
+            "writes nothing, or Spark finds the folder not empty). Give each its own folder "
+            "(checkpoints / 'events', checkpoints / 'quarantine'), the same on every run.",
+            error=r"CHECKPOINT_LOCATION_NOT_EMPTY|same id|already active|concurrent",
+            when=loses_rows,
+        ),
+        Mistake(
+            "not_partitioned",
+            "The events are not in one folder per date: the file sink writes partition folders "
+            "(date=2025-01-15/) only when told .partitionBy('date').",
+            when=not_partitioned,
+        ),
+    ],
+)

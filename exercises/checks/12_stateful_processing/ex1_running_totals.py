@@ -1,0 +1,151 @@
+from pyspark.sql.streaming.state import GroupStateTimeout
+
+from common.schemas import ECOMMERCE_EVENT_SCHEMA
+from practice.scenarios import shop_event
+from practice.spec import Exercise, Mistake, Scenario
+
+# The check's own copies of the exercise's settings: the learner writes the function only.
+WATERMARK_DELAY = "10 seconds"
+OUTPUT_SCHEMA = (
+    "user_id STRING, status STRING, events LONG, total_spent DOUBLE, last_seen TIMESTAMP"
+)
+STATE_SCHEMA = "events LONG, total_spent DOUBLE, last_seen_ms LONG"
+
+
+def build_running_totals(events, update_user_totals):
+    """Lesson 12's wiring, with the learner's function."""
+    return (
+        events.withWatermark("timestamp", WATERMARK_DELAY)
+        .groupBy("user_id")
+        .applyInPandasWithState(
+            update_user_totals,
+            OUTPUT_SCHEMA,
+            STATE_SCHEMA,
+            "update",
+            GroupStateTimeout.EventTimeTimeout,
+        )
+    )
+
+
+def learner_query(module):
+    """Lesson 12's wiring around the learner's function (it runs in Python workers: the check
+    reports its errors at the learner's line)."""
+
+    def build(events):
+        return build_running_totals(events, module.update_user_totals)
+
+    return build
+
+
+def closed_rows(observation) -> list:
+    return [row for batch in observation.batches for row in batch.rows if "closed" in row]
+
+
+def never_closes(mine, wanted):
+    return bool(closed_rows(wanted)) and not closed_rows(mine)
+
+
+def keeps_closed_users(mine, wanted):
+    """A user closed twice, or more users left in state than expected."""
+    closed = closed_rows(mine)
+    twice = len(closed) > len(set(closed))
+    return twice or (mine.state_rows or 0) > (wanted.state_rows or 0)
+
+
+EXERCISE = Exercise(
+    title="Running totals that close",
+    kind="build",
+    practises="applyInPandasWithState: state per user, an event-time timeout, state removed",
+    function="update_user_totals",
+    schemas=ECOMMERCE_EVENT_SCHEMA,
+    output_mode="update",
+    check_state=True,
+    query=learner_query,
+    hints=[
+        "Spark calls the function once per user per batch. Read what you kept "
+        "(state.getOption: None the first time), add the new rows, keep the totals "
+        "(state.update) and ask to be called again once the user has been idle long enough "
+        "(state.setTimeoutTimestamp, in event-time milliseconds). On that call, "
+        "state.hasTimedOut is true and there are no rows.",
+        "On a timeout: kept = state.get, then state.remove(), then yield to_summary(user_id, "
+        "'closed', *kept). Otherwise, per pandas DataFrame in batches: events += len(rows); "
+        "the purchases' price * quantity summed into the total; last_seen_ms = max(last_seen_ms, "
+        "rows['timestamp'].max().value // 1_000_000).",
+        "The timeout: state.setTimeoutTimestamp(max(last_seen_ms + IDLE_TIMEOUT_MS, "
+        "state.getCurrentWatermarkMs() + 1)): a row that got in can be older than the "
+        "watermark your function sees, and Spark refuses a timeout behind it.",
+    ],
+    scenarios=[
+        # U1 buys in batch 0 and is closed in batch 2 (watermark 10:30:40 > 10:30:05 + 30 s).
+        # U4's only event (10:30:05) gets in in batch 2 (late rows are filtered with batch 1's
+        # watermark, 10:29:55), but 10:30:05 + 30 s is behind batch 2's watermark: a timeout
+        # set there must not be earlier than the watermark. U4 is closed by a trailing batch
+        # with no data (watermark 10:30:50); U2 (timeout 10:30:50) and U3 are left in state.
+        Scenario(
+            [
+                [
+                    shop_event("E1", "U1", "view", "10:30:00"),
+                    shop_event("E2", "U1", "purchase", "10:30:05", price=20.0, quantity=2),
+                    shop_event("E3", "U2", "view", "10:30:02"),
+                ],
+                [
+                    shop_event("E4", "U2", "purchase", "10:30:20", price=15.0),
+                    shop_event("E5", "U3", "view", "10:30:50"),
+                ],
+                [
+                    shop_event("E6", "U3", "view", "10:31:00"),
+                    shop_event("E7", "U4", "cart", "10:30:05"),
+                ],
+            ]
+        ),
+        # Other users. U8 would time out in batch 3 (10:00:50 < 10:00:55) but has an event in
+        # that very batch: it is called with its rows, not timed out. U10 (10:00:16, behind the
+        # watermark) and U7 are closed; U10 only by the trailing batch with no data.
+        Scenario(
+            [
+                [
+                    shop_event("V1", "U7", "purchase", "10:00:00", price=5.0, quantity=3),
+                    shop_event("V2", "U8", "view", "10:00:01"),
+                ],
+                [
+                    shop_event("V3", "U8", "purchase", "10:00:20", price=100.0),
+                    shop_event("V4", "U7", "cart", "10:00:12"),
+                ],
+                [
+                    shop_event("V5", "U9", "view", "10:01:05"),
+                    shop_event("V6", "U7", "view", "10:00:15"),
+                ],
+                [
+                    shop_event("V7", "U8", "view", "10:00:50"),
+                    shop_event("V8", "U10", "purchase", "10:00:16", price=7.25, quantity=2),
+                    shop_event("V9", "U9", "view", "10:01:30"),
+                ],
+            ],
+            hidden=True,
+        ),
+    ],
+    mistakes=[
+        Mistake(
+            "timeout_behind_watermark",
+            "The timeout is behind the current watermark, and Spark refuses it "
+            "(INVALID_TIMEOUT_TIMESTAMP). Late rows are filtered with the previous batch's "
+            "watermark, so a row that got in can be older than state.getCurrentWatermarkMs(): "
+            "set max(last_seen_ms + IDLE_TIMEOUT_MS, state.getCurrentWatermarkMs() + 1).",
+            error=r"INVALID_TIMEOUT_TIMESTAMP",
+        ),
+        Mistake(
+            "no_timeout",
+            "No user is ever closed: without state.setTimeoutTimestamp(...) Spark never calls "
+            "the function for an idle user, and every user stays in state for ever. Set the "
+            "timeout after each update.",
+            when=never_closes,
+        ),
+        Mistake(
+            "state_not_removed",
+            "A closed user's state is never removed: Spark keeps calling the timed-out user "
+            "(another 'closed' row) and keeps its state for ever. Call state.remove() before "
+            "yielding the 'closed' row.",
+            when=keeps_closed_users,
+        ),
+    ],
+)

@@ -1,0 +1,159 @@
+from common.schemas import ECOMMERCE_EVENT_SCHEMA
+from practice.scenarios import shop_event
+from practice.spec import Exercise, Mistake, Scenario
+
+# The check's own copies of the exercise's settings: the learner writes the processor only.
+WATERMARK_DELAY = "5 seconds"
+OUTPUT_SCHEMA = "user_id STRING, events INT, first_seen TIMESTAMP, last_seen TIMESTAMP"
+# transformWithState runs on the RocksDB state store only (lesson 15): set for the check's runs.
+ROCKSDB = {
+    "spark.sql.streaming.stateStore.providerClass": (
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+    )
+}
+
+
+def build_closed_sessions(events, processor):
+    """Lesson 15's wiring, with the learner's processor."""
+    return (
+        events.withWatermark("timestamp", WATERMARK_DELAY)
+        .groupBy("user_id")
+        .transformWithState(processor, OUTPUT_SCHEMA, "Update", "EventTime")
+    )
+
+
+def learner_query(module):
+    """Lesson 15's wiring around the learner's processor."""
+
+    def build(events):
+        return build_closed_sessions(events, module.SessionCloser())
+
+    return build
+
+
+def closing_batches(observation) -> dict:
+    """{user: the batch numbers in which a session of theirs closed}."""
+    closed = {}
+    for number, batch in enumerate(observation.batches):
+        for row in batch.rows:
+            closed.setdefault(row[0], []).append(number)
+    return closed
+
+
+def never_closes(mine, wanted):
+    return any(batch.rows for batch in wanted.batches) and not any(
+        batch.rows for batch in mine.batches
+    )
+
+
+def keeps_closed_sessions(mine, wanted):
+    """The right rows, but sessions left in state that were closed."""
+    same_rows = [batch.rows for batch in mine.batches] == [batch.rows for batch in wanted.batches]
+    return same_rows and (mine.state_rows or 0) > (wanted.state_rows or 0)
+
+
+def closes_early(mine, wanted):
+    """A user's session closed in an earlier batch than it should."""
+    expected = closing_batches(wanted)
+    for user, batches in closing_batches(mine).items():
+        if user in expected and min(batches) < min(expected[user]):
+            return True
+    return False
+
+
+EXERCISE = Exercise(
+    title="Sessions closed by a timer",
+    kind="build",
+    practises="transformWithState: a ValueState per user, an event-time timer, state cleared",
+    function="SessionCloser",
+    schemas=ECOMMERCE_EVENT_SCHEMA,
+    output_mode="update",
+    check_state=True,
+    query=learner_query,
+    settings=ROCKSDB,
+    hints=[
+        "handleInputRows adds the user's new rows to the session it reads from the ValueState, "
+        "writes it back, moves the user's timer to the session's new end and yields nothing. "
+        "Spark calls handleExpiredTimer once the watermark passes that timer: yield the "
+        "session's row there, and clear the state.",
+        "In init: self.handle = handle; self.session = handle.getValueState('session', "
+        "SESSION_STATE). A timer is epoch milliseconds: int(last_seen.timestamp() * 1000) + "
+        "the gap in ms. Move it with handle.listTimers(), handle.deleteTimer(t), then "
+        "handle.registerTimer(new).",
+        "handleInputRows: events, first, last = self.session.get() or (0, None, None), through "
+        "in_utc; per row, at = in_utc(row.timestamp), events += 1, first = min(first or at, at), "
+        "last = max(last or at, at); update, move the timer, return iter([]). "
+        "handleExpiredTimer: read the session, self.session.clear(), yield Row(user_id=key[0], "
+        "events=..., first_seen=..., last_seen=...).",
+    ],
+    scenarios=[
+        # U2's timer moves from 10:30:12 to 10:30:19 (batch 1); batch 3's watermark (10:30:22)
+        # passes it. U1's moves from 10:30:16 to 10:30:24 in batch 2, just before batch 3's
+        # watermark would pass the old one. The trailing batch with no data (watermark 10:30:40)
+        # closes U1 and U3; U4's session is left open, in state.
+        Scenario(
+            [
+                [
+                    shop_event("E1", "U1", "view", "10:30:00"),
+                    shop_event("E2", "U2", "cart", "10:30:02"),
+                    shop_event("E3", "U1", "view", "10:30:06"),
+                ],
+                [
+                    shop_event("E4", "U2", "view", "10:30:09"),
+                    shop_event("E5", "U3", "view", "10:30:20"),
+                ],
+                [
+                    shop_event("E6", "U1", "purchase", "10:30:14"),
+                    shop_event("E7", "U3", "cart", "10:30:27"),
+                ],
+                [shop_event("E8", "U4", "view", "10:30:45")],
+            ]
+        ),
+        # Other users; W3's timer moves in batch 2; batch 3's watermark (11:00:35) closes W1, W2
+        # and W3 in a batch with data; W4 and W5 stay open.
+        Scenario(
+            [
+                [
+                    shop_event("V1", "W2", "view", "11:00:00"),
+                    shop_event("V2", "W1", "cart", "11:00:03"),
+                ],
+                [
+                    shop_event("V3", "W1", "purchase", "11:00:08"),
+                    shop_event("V4", "W3", "view", "11:00:10"),
+                ],
+                [
+                    shop_event("V5", "W3", "view", "11:00:16"),
+                    shop_event("V6", "W4", "view", "11:00:40"),
+                ],
+                [shop_event("V7", "W5", "view", "11:00:41")],
+            ],
+            hidden=True,
+        ),
+    ],
+    mistakes=[
+        Mistake(
+            "processing_time_timer",
+            "No session ever closes: the timer is never passed. In timeMode 'EventTime' a timer "
+            "fires once the watermark passes it, so it must be an event time: the session's "
+            "last event + the gap, in milliseconds, not the wall clock "
+            "(timerValues.getCurrentProcessingTimeInMs()).",
+            when=never_closes,
+        ),
+        Mistake(
+            "state_not_cleared",
+            "A closed session stays in state: handleExpiredTimer sends its row but never clears "
+            "the ValueState, so the state store keeps every user ever seen, and a user's next "
+            "event would continue the old session. Call self.session.clear() there.",
+            when=keeps_closed_sessions,
+        ),
+        Mistake(
+            "timer_not_moved",
+            "The old timer is never deleted when a new event extends a session: it fires at the "
+            "old end and closes the session too early, and the next timer then finds no session "
+            "(get() is None). Delete the user's timers (handle.listTimers(), "
+            "handle.deleteTimer(t)) before registering the new one.",
+            error=r"NoneType",
+            when=closes_early,
+        ),
+    ],
+)

@@ -1,0 +1,13 @@
+"""A known mistake: the timestamp in the key, so a retry (a later timestamp) gets through."""
+
+from pyspark.sql import DataFrame
+
+DEDUP_DELAY = "20 seconds"
+
+
+def build_unique_payments(payments: DataFrame) -> DataFrame:
+    # The state is bounded (the watermark evicts old (id, timestamp) keys), but a retry's
+    # (id, later timestamp) is a new key.
+    return payments.withWatermark("timestamp", DEDUP_DELAY).dropDuplicates(
+        ["transaction_id", "timestamp"]
+    )

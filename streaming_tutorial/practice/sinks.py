@@ -1,0 +1,167 @@
+"""Check a learner's foreachBatch sink: run it in a real query and read its target after each batch.
+
+The sink exercises (lessons 10 and 11) ask for a function that writes one micro-batch somewhere:
+a Delta table, a folder of files. Their check runs it as a job would: each batch of the scenario
+is one JSON file, the file source reads one file per trigger, the learner's function runs in
+``foreachBatch`` and ``availableNow`` ends the query when the files are read. After each batch
+the check reads the target; the :class:`Observation` has one :class:`Batch` per micro-batch,
+the target's rows after it.
+
+A retry tests idempotency without killing anything: one batch is written twice in a row, as
+Spark does after a crash between the sink's write and the batch's commit. How much the second
+write changed is a fact the check compares (it must be nothing).
+
+The check file says what differs per exercise, as small functions: how to call the learner's
+function (``write(batch, batch_id)``), how to read the target (``read_target() ->
+Snapshot``), and how to measure a retry's changes (:class:`Retry`). A one-query exercise calls
+:func:`run_sink`; one that needs more queries builds them from :class:`SinkRun` and
+:func:`run_query`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from delta.tables import DeltaTable
+
+from common import paths
+from practice.observe import Batch, Observation, plain, sort_rows
+from practice.spec import Exercise, Scenario
+from teaching.microbatch import stream_batches, write_batches
+
+QUERY_TIMEOUT_SECONDS = 120  # a scenario of a few small batches ends far sooner
+
+
+@dataclass
+class Snapshot:
+    """What the target holds at one moment: its columns, and its rows (sorted plain values)."""
+
+    columns: list
+    rows: list
+
+
+@dataclass
+class Retry:
+    """Write batch ``batch_id`` twice in a row, and keep how much the second write changed.
+
+    ``measure(rows before, rows after)`` is that change, kept as the fact named ``fact``.
+    """
+
+    batch_id: int
+    fact: str
+    measure: Callable[[list, list], int]
+
+
+def rows_changed(before: list, after: list) -> int:
+    """Rows gone and rows added between two snapshots' rows, each copy counted."""
+    old = Counter(before)
+    new = Counter(after)
+    return (old - new).total() + (new - old).total()
+
+
+def read_delta_table(spark, table: Path) -> Snapshot:
+    """The Delta table's columns and sorted plain rows; no columns and no rows before it exists."""
+    if not DeltaTable.isDeltaTable(spark, paths.uri(table)):
+        return Snapshot([], [])
+    frame = spark.read.format("delta").load(paths.uri(table))
+    return Snapshot(list(frame.columns), sort_rows([plain(tuple(row)) for row in frame.collect()]))
+
+
+@dataclass
+class SinkRun:
+    """The foreachBatch function of a check's queries, and what it saw.
+
+    ``sink`` calls ``write`` (the learner's function), then reads the target with
+    ``read_target`` into ``snapshots``, one a batch. A failure of the learner's function is
+    kept, not raised: raised inside foreachBatch, Spark would fail the query and log its whole
+    trace. The batches after it are skipped; :meth:`observation` raises it once the queries
+    have ended.
+    """
+
+    write: Callable  # write(batch, batch_id): the learner's function on the check's target
+    read_target: Callable[[], Snapshot]
+    retry: Retry | None = None
+    snapshots: list[Snapshot] = field(default_factory=list)
+    facts: dict = field(default_factory=dict)
+    failures: list[Exception] = field(default_factory=list)
+
+    def sink(self, batch, batch_id: int) -> None:
+        if self.failures:
+            return  # the learner's function failed on an earlier batch: the run is over
+        try:
+            self.write(batch, batch_id)
+            if self.retry is not None and batch_id == self.retry.batch_id:
+                self.write_again(batch, batch_id)
+        except Exception as error:
+            self.failures.append(error)
+            return
+        self.snapshots.append(self.read_target())
+
+    def write_again(self, batch, batch_id: int) -> None:
+        """The retry: the same batch id and rows again, and what that changed as a fact."""
+        before = self.read_target().rows
+        self.write(batch, batch_id)
+        after = self.read_target().rows
+        self.facts[self.retry.fact] = self.retry.measure(before, after)
+
+    def observation(self) -> Observation:
+        """The target after each batch, and the facts; or the learner's failure, raised."""
+        from practice.checking import NotStarted  # not at the top: checking loads check files
+
+        if self.failures and isinstance(self.failures[0], NotImplementedError):
+            raise NotStarted()
+        if self.failures:
+            raise self.failures[0]  # the learner's error, with the line of their file it came from
+        # The columns of the last snapshot that has any: a table may not exist after batch 0.
+        columns = next(
+            (snapshot.columns for snapshot in reversed(self.snapshots) if snapshot.columns), []
+        )
+        batches = [Batch(snapshot.rows) for snapshot in self.snapshots]
+        return Observation(columns, batches, facts=self.facts)
+
+
+def start_afresh(workdir: Path) -> None:
+    """Remove what an earlier check left in ``workdir``: every run starts from nothing."""
+    if workdir.exists():
+        paths.remove_tree(workdir, allow_outside=True)
+
+
+def run_query(spark, source: Path, schema, checkpoint: Path, sink: Callable) -> None:
+    """``source``'s files through ``sink`` in foreachBatch, one file per batch, until read."""
+    query = (
+        stream_batches(spark, source, schema)
+        .writeStream.foreachBatch(sink)
+        .option("checkpointLocation", paths.uri(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    try:
+        query.awaitTermination(QUERY_TIMEOUT_SECONDS)
+    finally:
+        if query.isActive:
+            query.stop()
+
+
+def run_sink(
+    spark,
+    exercise: Exercise,
+    scenario: Scenario,
+    workdir: Path,
+    write: Callable,
+    read_target: Callable[[], Snapshot],
+    *,
+    retry: Retry | None = None,
+) -> Observation:
+    """The scenario through ``write`` in one query: the target after each batch.
+
+    ``write(batch, batch_id)`` calls the learner's function on a target under ``workdir``;
+    ``read_target()`` reads that target. ``workdir`` is emptied first.
+    """
+    start_afresh(workdir)
+    source = write_batches(workdir / "input", scenario.batches)
+    sink_run = SinkRun(write, read_target, retry)
+    run_query(spark, source, exercise.schema_of("input"), workdir / "checkpoint", sink_run.sink)
+    return sink_run.observation()
