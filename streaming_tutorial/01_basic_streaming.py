@@ -12,6 +12,9 @@ Run
   python streaming_tutorial/01_basic_streaming.py --duration 60   # watch it longer
   No simulator needed: the rate source makes its own rows.
 
+Practise
+  python course.py exercises check 01.1   Large payments (build)
+
 What you'll see
   (your timestamps differ)
   isStreaming: True

@@ -19,6 +19,10 @@ Run
   No simulator needed: the walk-through writes its own small input and the live part
   generates orders with the rate-micro-batch source.
 
+Practise
+  python course.py exercises check 02.1   What update mode sends (predict)
+  python course.py exercises check 02.2   What complete mode sends (predict)
+
 What you'll see
   Batch 0 reads: books 10.0 10:30:05, games 20.0 10:30:20, books 30.0 10:30:40
     complete  books: 2 orders, avg 20.0 | games: 1 order, avg 20.0

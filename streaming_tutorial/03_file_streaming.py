@@ -23,6 +23,9 @@ Run
     python data_generators/simulate_file_data.py --count 10 --interval 3 --malformed-every 4
     python streaming_tutorial/03_file_streaming.py --duration 60
 
+Practise
+  python course.py exercises check 03.1   Parse and quarantine (build)
+
 What you'll see
   (first run on the sample data of initial_setup.py)
   Reading a stream without .schema() fails:

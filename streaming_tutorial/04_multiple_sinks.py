@@ -20,6 +20,9 @@ Run
     python data_generators/generate_ecommerce_events.py --count 10 --interval 3
     python streaming_tutorial/04_multiple_sinks.py
 
+Practise
+  python course.py exercises check 04.1   One stream, two sinks (build)
+
 What you'll see
   (the sample data of initial_setup.py; with the simulator the SQL table also grows every
   few seconds)

@@ -17,6 +17,9 @@ Run
     python streaming_tutorial/05_socket_streaming.py --no-simulator  # terminal 2
   Another port: --port 9998 for both commands (or SOCKET_PORT=9998 in the environment).
 
+Practise
+  python course.py exercises check 05.1   Word counts (build)
+
 What you'll see
   The demo server sends one sentence a second; how many land in each micro-batch
   depends on your machine's speed. Complete mode reprints the whole table each time:

@@ -22,6 +22,11 @@ Run
     python data_generators/generate_sensor_data.py                 # terminal 1
     python streaming_tutorial/06_windowing.py                      # terminal 2
 
+Practise
+  python course.py exercises check 06.1   Sessions that close (build)
+  python course.py exercises check 06.2   Sliding averages per sensor (build)
+  python course.py exercises check 06.3   A reading that arrives late (predict)
+
 What you'll see
   The scenario is the same on every machine; the live part differs. Tumbling windows:
   Batch 1 reads: r7 r8 r9

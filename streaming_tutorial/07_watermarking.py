@@ -16,6 +16,11 @@ Run
   No simulator needed: the scenario is built in, the live part uses the rate source with
   synthetic delays. The picture goes to output/07_watermarking/late_events.png.
 
+Practise
+  python course.py exercises check 07.1   Late readings left out (build)
+  python course.py exercises check 07.2   Which readings are too late? (predict)
+  python course.py exercises check 07.3   State that grows forever (fix)
+
 What you'll see
   The scenario and the state table are the same on every machine; the live part differs.
     batch  reads (id@second)     drops late rows  closes windows  windows emitted [from,to) ids  ...

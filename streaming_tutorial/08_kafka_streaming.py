@@ -22,6 +22,9 @@ Run
   then: python streaming_tutorial/08_kafka_streaming.py --no-simulator --duration 60
   Another Kafka: KAFKA_BOOTSTRAP_SERVERS=host:9092 python streaming_tutorial/08_kafka_streaming.py
 
+Practise
+  python course.py exercises check 08.1   Parse Kafka events (build)
+
 What you'll see
   (a second run, without --reset; counts depend on how far the producer got)
   Checkpoints in checkpoints/08_kafka_streaming: resuming console after batch 3, ...

@@ -21,6 +21,11 @@ Run
     python streaming_tutorial/09_stream_joins.py --no-simulator --duration 60
   With --source files: python data_generators/generate_ad_events.py --count 400 --interval 0.5
 
+Practise
+  python course.py exercises check 09.1   Clicks or not (build)
+  python course.py exercises check 09.2   Missing unmatched rows (fix)
+  python course.py exercises check 09.3   When the nulls come (predict)
+
 What you'll see
   Batch 0 reads: EVT-1 P001, EVT-2 P012, EVT-3 P999
     csv    EVT-1 1299.99, EVT-2 59.99, EVT-3 unknown

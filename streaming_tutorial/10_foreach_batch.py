@@ -27,6 +27,10 @@ Run
     python data_generators/generate_ecommerce_events.py --count 4 --interval 3
   Outputs in output/10_foreach_batch/ (--reset deletes them; PostgreSQL keeps its tables).
 
+Practise
+  python course.py exercises check 10.1   Totals a replay cannot double (build)
+  python course.py exercises check 10.2   Alerts sent twice (fix)
+
 What you'll see
   (a first run on an empty folder, which starts the simulator; counts vary with timing)
   batch 0: 20 events -> Delta v0 | 3 purchases -> database (Electronics) | 3 alerts | 0 quarantined

@@ -17,6 +17,10 @@ Run
   The tables are under output/11_delta_lake/: events, quarantine, sales_by_category and
   user_last_event.
 
+Practise
+  python course.py exercises check 11.1   The latest event per user (build)
+  python course.py exercises check 11.2   Exactly once into Delta (build)
+
 What you'll see
   (a first run on an empty folder, which starts the simulator; counts vary with timing)
     a batch read sees version 1: 20 rows

@@ -24,6 +24,9 @@ Run
       --base-time 2025-01-15T10:30:00Z
     python streaming_tutorial/12_stateful_processing.py
 
+Practise
+  python course.py exercises check 12.1   Running totals that close (build)
+
 What you'll see
   (a run on an empty folder, which starts the simulator; which file lands in which batch
   varies with timing)

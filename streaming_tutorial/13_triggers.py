@@ -22,6 +22,9 @@ Run
   run, so each trigger starts from the same first message (a second run resumes nothing).
   Another Kafka: KAFKA_BOOTSTRAP_SERVERS=host:9092 python streaming_tutorial/13_triggers.py
 
+Practise
+  python course.py exercises check 13.1   A backfill in batches (predict)
+
 What you'll see
   (a second run on 2 cores; the latency figures vary from run to run)
   Checkpoints: none yet in checkpoints/13_triggers, so every query starts from the beginning.

@@ -18,6 +18,11 @@ Run
     python data_generators/generate_ecommerce_events.py --count 4 --interval 3 \\
         --base-time 2025-01-15T10:30:00Z
 
+Practise
+  python course.py exercises check 15.1   Sessions closed by a timer (build)
+  python course.py exercises check 15.2   Each event once (build)
+  python course.py exercises check 15.3   A dedup that forgets (fix)
+
 What you'll see
   transformWithState on the default (HDFS-backed) store starts, then fails (query.exception()):
     [UNSUPPORTED_FEATURE.STORE_BACKEND_NOT_SUPPORTED_FOR_TWS] The feature is not supported: ...

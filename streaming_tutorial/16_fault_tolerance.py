@@ -15,6 +15,9 @@ Run
   kills it with SIGKILL twice (logs: output/16_fault_tolerance/this-run/logs), then restarts them
   itself.
 
+Practise
+  python course.py exercises check 16.1   A sink that survives kill -9 (survive)
+
 What you'll see
   kill 1, before the offsets of part-b.json are written: events: offsets/ 0, commits/ 0; ...
   kill 2, after the sink wrote batch 1, before its commit: events: offsets/ 0 1, commits/ 0; ...

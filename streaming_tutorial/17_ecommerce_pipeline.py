@@ -24,6 +24,9 @@ Run
   unless it holds events (then it reads them). Outputs in output/17_ecommerce_pipeline/;
   --reset starts over.
 
+Practise
+  python course.py exercises check 17.1   Revenue per category (build)
+
 What you'll see
   (a first run off a terminal: the dashboard every 10 s, on one redrawn in place;
   times and rates vary)

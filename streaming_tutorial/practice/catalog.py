@@ -45,13 +45,25 @@ def load_exercise(check_file: Path) -> Exercise:
     return exercise
 
 
-def all_exercises() -> list[Exercise]:
-    """Every exercise, in lesson order, then by number."""
+def all_exercises(broken: list | None = None) -> list[Exercise]:
+    """Every exercise, in lesson order, then by number.
+
+    A check file that cannot be loaded raises, unless ``broken`` is given: then it is left out
+    and ``(path, error)`` is added to ``broken``, so one bad file does not stop the others.
+    """
     files = sorted(
         CHECKS_DIR.glob("[0-9][0-9]_*/ex[0-9]*_*.py"),
         key=lambda path: (path.parent.name, int(path.stem.split("_")[0][2:])),
     )
-    return [load_exercise(path) for path in files]
+    exercises = []
+    for path in files:
+        try:
+            exercises.append(load_exercise(path))
+        except Exception as error:
+            if broken is None:
+                raise
+            broken.append((path, error))
+    return exercises
 
 
 def find(exercises: list[Exercise], wanted: str) -> Exercise:

@@ -54,7 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     solution_parser.add_argument("id", metavar="ID")
     args = parser.parse_args(argv)
 
-    exercises = catalog.all_exercises()
+    broken: list = []
+    exercises = catalog.all_exercises(broken)
+    for path, error in broken:
+        console.print(f"[yellow]Left out {display(path)}: {type(error).__name__}: {error}[/yellow]")
     try:
         if args.action == "start":
             return start(exercises)
