@@ -54,12 +54,42 @@ class Retry:
     fact: str
     measure: Callable[[list, list], int]
 
+    def changed_target(self, mine: Observation, wanted: Observation) -> bool:
+        """A Mistake's ``when``: the second write of the batch changed the learner's target."""
+        return mine.facts.get(self.fact, 0) > 0
+
 
 def rows_changed(before: list, after: list) -> int:
     """Rows gone and rows added between two snapshots' rows, each copy counted."""
     old = Counter(before)
     new = Counter(after)
     return (old - new).total() + (new - old).total()
+
+
+def rows_with_copies(rows) -> list:
+    """Each distinct row once, with its number of copies as a last column; sorted.
+
+    A target that may hold a row twice shows it as such, and a retry's change is a count.
+    """
+    copies = Counter(rows)
+    return sort_rows([(*row, count) for row, count in copies.items()])
+
+
+def copy_count(rows: list) -> int:
+    """How many copies a rows_with_copies result holds in all."""
+    return sum(row[-1] for row in rows)
+
+
+def copies_changed(before: list, after: list) -> int:
+    """Copies added or removed between two rows_with_copies results."""
+    old = {row[:-1]: row[-1] for row in before}
+    new = {row[:-1]: row[-1] for row in after}
+    return sum(abs(new.get(key, 0) - old.get(key, 0)) for key in old.keys() | new.keys())
+
+
+def copies_added(before: list, after: list) -> int:
+    """Copies after less copies before, between two rows_with_copies results."""
+    return copy_count(after) - copy_count(before)
 
 
 def read_delta_table(spark, table: Path) -> Snapshot:

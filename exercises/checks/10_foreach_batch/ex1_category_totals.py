@@ -6,20 +6,16 @@ in a row, as Spark does after a crash between the sink's write and the batch's c
 second write changed is a fact the check compares (it must be nothing).
 """
 
-from collections import Counter
 from pathlib import Path
 
-from delta.tables import DeltaTable
-
-from common import paths
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
-from practice.observe import Batch, Observation, plain, sort_rows
+from practice.observe import Observation
 from practice.scenarios import shop_event
+from practice.sinks import Retry, Snapshot, read_delta_table, rows_changed, run_sink
 from practice.spec import Exercise, Mistake, Scenario
-from teaching.microbatch import stream_batches, write_batches
 
 RETRIED_BATCH = 1  # the batch the check writes twice
-RETRY_CHANGED = f"rows the retry of batch {RETRIED_BATCH} changed"
+RETRY = Retry(RETRIED_BATCH, f"rows the retry of batch {RETRIED_BATCH} changed", rows_changed)
 
 
 def purchase(event_id: str, user: str, time_of_day: str, category: str, price: float, units=1):
@@ -32,62 +28,18 @@ def view(event_id: str, user: str, time_of_day: str, category: str) -> dict:
     return shop_event(event_id, user, "view", time_of_day, category=category)
 
 
-def read_table(spark, table: Path) -> tuple[list, list]:
-    """(columns, sorted plain rows) of the Delta table; no columns and no rows before it exists."""
-    if not DeltaTable.isDeltaTable(spark, paths.uri(table)):
-        return [], []
-    frame = spark.read.format("delta").load(paths.uri(table))
-    return list(frame.columns), sort_rows([plain(tuple(row)) for row in frame.collect()])
-
-
 def run(spark, exercise, module, scenario, workdir: Path) -> Observation:
     """The scenario through the learner's sink: the table after each batch, and the retry's
     changes."""
-    from practice.checking import NotStarted
-
-    if workdir.exists():
-        paths.remove_tree(workdir, allow_outside=True)
-    source = write_batches(workdir / "input", scenario.batches)
     table = workdir / "category_totals"
-    after_batches = []
-    facts = {}
-    failures = []
 
-    def sink(batch, batch_id: int) -> None:
-        if failures:
-            return  # the learner's function failed on an earlier batch: the run is over
-        try:
-            module.write_category_totals(batch, batch_id, table)
-            if batch_id == RETRIED_BATCH:
-                before = Counter(read_table(spark, table)[1])
-                module.write_category_totals(batch, batch_id, table)
-                after = Counter(read_table(spark, table)[1])
-                # Rows gone and rows added, each copy counted.
-                facts[RETRY_CHANGED] = (before - after).total() + (after - before).total()
-        except Exception as error:
-            # Kept, not raised: raised here, Spark would fail the query and log its whole trace.
-            failures.append(error)
-            return
-        after_batches.append(read_table(spark, table))
+    def write(batch, batch_id: int) -> None:
+        module.write_category_totals(batch, batch_id, table)
 
-    query = (
-        stream_batches(spark, source, ECOMMERCE_EVENT_SCHEMA)
-        .writeStream.foreachBatch(sink)
-        .option("checkpointLocation", paths.uri(workdir / "checkpoint"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    try:
-        query.awaitTermination(120)
-    finally:
-        if query.isActive:
-            query.stop()
-    if failures and isinstance(failures[0], NotImplementedError):
-        raise NotStarted()
-    if failures:
-        raise failures[0]  # the learner's error, with the line of their file it came from
-    columns = next((columns for columns, _ in reversed(after_batches) if columns), [])
-    return Observation(columns, [Batch(rows) for _, rows in after_batches], facts=facts)
+    def read_target() -> Snapshot:
+        return read_delta_table(spark, table)
+
+    return run_sink(spark, exercise, scenario, workdir, write, read_target, retry=RETRY)
 
 
 def two_rows_for_one_category(mine, wanted) -> bool:
@@ -97,10 +49,6 @@ def two_rows_for_one_category(mine, wanted) -> bool:
         if len(categories) != len(set(categories)):
             return True
     return False
-
-
-def retry_changed_the_table(mine, wanted) -> bool:
-    return mine.facts.get(RETRY_CHANGED, 0) > 0
 
 
 EXERCISE = Exercise(
@@ -175,7 +123,7 @@ EXERCISE = Exercise(
             "No replay guard: the totals are right, but running batch 1 again added its sales a "
             "second time. Make Delta skip a batch id it has committed: "
             ".option('txnAppId', query_id(batch)).option('txnVersion', batch_id).",
-            when=retry_changed_the_table,
+            when=RETRY.changed_target,
         ),
     ],
 )

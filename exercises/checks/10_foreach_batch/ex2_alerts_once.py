@@ -8,19 +8,21 @@ compares (it must be nothing).
 """
 
 import json
-from collections import Counter
 from itertools import pairwise
 from pathlib import Path
 
-from common import paths
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
-from practice.observe import Batch, Observation, plain, sort_rows
+from practice.observe import Observation, plain
 from practice.scenarios import shop_event
+from practice.sinks import Retry, Snapshot, copies_changed, rows_with_copies, run_sink
 from practice.spec import Exercise, Mistake, Scenario
-from teaching.microbatch import stream_batches, write_batches
 
 RETRIED_BATCH = 1  # the batch the check writes twice
-RETRY_CHANGED = f"alert lines the retry of batch {RETRIED_BATCH} added or removed"
+RETRY = Retry(
+    RETRIED_BATCH,
+    f"alert lines the retry of batch {RETRIED_BATCH} added or removed",
+    copies_changed,
+)
 KEYS = ["event_id", "user_id", "amount"]  # what each alert line holds
 # The rows the check compares: each alert with the number of lines that hold it, so that an
 # alert written twice shows as such.
@@ -38,9 +40,9 @@ def view(event_id: str, user: str, time_of_day: str, price: float) -> dict:
 def read_alerts(folder: Path) -> list:
     """Every line of every file under ``folder`` (not hidden, not Spark's _SUCCESS): one row per
     alert, with the number of lines that hold it."""
-    alerts = Counter()
     if not folder.is_dir():
         return []
+    alerts = []
     for path in sorted(folder.rglob("*")):
         hidden = any(part.startswith((".", "_")) for part in path.relative_to(folder).parts)
         if hidden or not path.is_file() or path.suffix == ".crc":
@@ -48,62 +50,22 @@ def read_alerts(folder: Path) -> list:
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 record = json.loads(line)
-                alerts[plain(tuple(record.get(name) for name in KEYS))] += 1
-    return sort_rows([(*alert, lines) for alert, lines in alerts.items()])
-
-
-def lines_changed(before: list, after: list) -> int:
-    """How many alert lines were added or removed between two read_alerts results."""
-    old = {row[:-1]: row[-1] for row in before}
-    new = {row[:-1]: row[-1] for row in after}
-    return sum(abs(new.get(alert, 0) - old.get(alert, 0)) for alert in old.keys() | new.keys())
+                alerts.append(plain(tuple(record.get(name) for name in KEYS)))
+    return rows_with_copies(alerts)
 
 
 def run(spark, exercise, module, scenario, workdir: Path) -> Observation:
     """The scenario through the learner's sink: the alert lines after each batch, and the
     retry's changes."""
-    from practice.checking import NotStarted
-
-    if workdir.exists():
-        paths.remove_tree(workdir, allow_outside=True)
-    source = write_batches(workdir / "input", scenario.batches)
     folder = workdir / "alerts"
-    after_batches = []
-    facts = {}
-    failures = []
 
-    def sink(batch, batch_id: int) -> None:
-        if failures:
-            return  # the learner's function failed on an earlier batch: the run is over
-        try:
-            module.write_alerts(batch, batch_id, folder)
-            if batch_id == RETRIED_BATCH:
-                before = read_alerts(folder)
-                module.write_alerts(batch, batch_id, folder)
-                facts[RETRY_CHANGED] = lines_changed(before, read_alerts(folder))
-        except Exception as error:
-            # Kept, not raised: raised here, Spark would fail the query and log its whole trace.
-            failures.append(error)
-            return
-        after_batches.append(read_alerts(folder))
+    def write(batch, batch_id: int) -> None:
+        module.write_alerts(batch, batch_id, folder)
 
-    query = (
-        stream_batches(spark, source, ECOMMERCE_EVENT_SCHEMA)
-        .writeStream.foreachBatch(sink)
-        .option("checkpointLocation", paths.uri(workdir / "checkpoint"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    try:
-        query.awaitTermination(120)
-    finally:
-        if query.isActive:
-            query.stop()
-    if failures and isinstance(failures[0], NotImplementedError):
-        raise NotStarted()
-    if failures:
-        raise failures[0]  # the learner's error, with the line of their file it came from
-    return Observation(COLUMNS, [Batch(rows) for rows in after_batches], facts=facts)
+    def read_target() -> Snapshot:
+        return Snapshot(COLUMNS, read_alerts(folder))
+
+    return run_sink(spark, exercise, scenario, workdir, write, read_target, retry=RETRY)
 
 
 def alerts_disappear(mine, wanted) -> bool:
@@ -113,10 +75,6 @@ def alerts_disappear(mine, wanted) -> bool:
         if any(row[:-1] not in alerts for row in earlier.rows):
             return True
     return False
-
-
-def retry_added_alerts(mine, wanted) -> bool:
-    return mine.facts.get(RETRY_CHANGED, 0) > 0
 
 
 EXERCISE = Exercise(
@@ -181,7 +139,7 @@ EXERCISE = Exercise(
             "A replayed batch adds its alerts again: its write goes to a new place (the end of a "
             "log, a new file name) each time it runs. Name what a batch writes after its "
             "batch_id, so that running it again replaces it.",
-            when=retry_added_alerts,
+            when=RETRY.changed_target,
         ),
     ],
 )

@@ -4,14 +4,11 @@ after each micro-batch."""
 from itertools import pairwise
 from pathlib import Path
 
-from delta.tables import DeltaTable
-
-from common import paths
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
-from practice.observe import Batch, Observation, plain, sort_rows
+from practice.observe import Batch, Observation
 from practice.scenarios import shop_event
+from practice.sinks import Snapshot, read_delta_table, run_sink
 from practice.spec import Exercise, Mistake, Scenario
-from teaching.microbatch import stream_batches, write_batches
 
 LAST_SEEN = 4  # the column of a row that holds the user's latest event time
 
@@ -20,54 +17,17 @@ def event(event_id: str, user: str, kind: str, time_of_day: str, product: str) -
     return shop_event(event_id, user, kind, time_of_day, product=product)
 
 
-def read_table(spark, table: Path) -> tuple[list, list]:
-    """(columns, sorted plain rows) of the Delta table; no columns and no rows before it exists."""
-    if not DeltaTable.isDeltaTable(spark, paths.uri(table)):
-        return [], []
-    frame = spark.read.format("delta").load(paths.uri(table))
-    return list(frame.columns), sort_rows([plain(tuple(row)) for row in frame.collect()])
-
-
 def run(spark, exercise, module, scenario, workdir: Path) -> Observation:
     """The scenario through the learner's sink: the table after each batch."""
-    from practice.checking import NotStarted
-
-    if workdir.exists():
-        paths.remove_tree(workdir, allow_outside=True)
-    source = write_batches(workdir / "input", scenario.batches)
     table = workdir / "user_last_event"
-    after_batches = []
-    failures = []
 
-    def sink(batch, batch_id: int) -> None:
-        if failures:
-            return  # the learner's function failed on an earlier batch: the run is over
-        try:
-            module.write_latest_per_user(batch, table)
-        except Exception as error:
-            # Kept, not raised: raised here, Spark would fail the query and log its whole trace.
-            failures.append(error)
-            return
-        after_batches.append(read_table(spark, table))
+    def write(batch, batch_id: int) -> None:
+        module.write_latest_per_user(batch, table)
 
-    query = (
-        stream_batches(spark, source, ECOMMERCE_EVENT_SCHEMA)
-        .writeStream.foreachBatch(sink)
-        .option("checkpointLocation", paths.uri(workdir / "checkpoint"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    try:
-        query.awaitTermination(120)
-    finally:
-        if query.isActive:
-            query.stop()
-    if failures and isinstance(failures[0], NotImplementedError):
-        raise NotStarted()
-    if failures:
-        raise failures[0]  # the learner's error (or Delta's), from the line of their file
-    columns = next((columns for columns, _ in reversed(after_batches) if columns), [])
-    return Observation(columns, [Batch(rows) for _, rows in after_batches])
+    def read_target() -> Snapshot:
+        return read_delta_table(spark, table)
+
+    return run_sink(spark, exercise, scenario, workdir, write, read_target)
 
 
 def rows_by_user(batch: Batch) -> dict:

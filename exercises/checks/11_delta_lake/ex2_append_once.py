@@ -7,20 +7,28 @@ micro-batch. The table is read after each batch; how many rows the retry and the
 added are facts the check compares.
 """
 
-from collections import Counter
 from pathlib import Path
 
 from delta.tables import DeltaTable
 
 from common import paths
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
-from practice.observe import Batch, Observation, plain, sort_rows
+from practice.observe import Observation, plain
 from practice.scenarios import shop_event
+from practice.sinks import (
+    Retry,
+    SinkRun,
+    Snapshot,
+    copies_added,
+    rows_with_copies,
+    run_query,
+    start_afresh,
+)
 from practice.spec import Exercise, Mistake, Scenario
-from teaching.microbatch import stream_batches, write_batches
+from teaching.microbatch import write_batches
 
 RETRIED_BATCH = 1  # the first query's batch the check writes twice
-RETRY_ADDED = f"rows the retry of batch {RETRIED_BATCH} added"
+RETRY = Retry(RETRIED_BATCH, f"rows the retry of batch {RETRIED_BATCH} added", copies_added)
 SECOND_QUERY_ADDED = "rows the second query (new checkpoint) added"
 KEYS = ["event_id", "user_id", "event_type"]  # what the check shows of each row
 COLUMNS = [*KEYS, "copies"]  # each event with the number of rows that hold it
@@ -35,73 +43,32 @@ def read_table(spark, table: Path) -> list:
     if not DeltaTable.isDeltaTable(spark, paths.uri(table)):
         return []
     frame = spark.read.format("delta").load(paths.uri(table)).select(*KEYS)
-    copies = Counter(plain(tuple(row)) for row in frame.collect())
-    return sort_rows([(*row, count) for row, count in copies.items()])
-
-
-def row_count(rows: list) -> int:
-    return sum(row[-1] for row in rows)
-
-
-def run_query(spark, source: Path, checkpoint: Path, sink) -> None:
-    """``source``'s files through ``sink`` in foreachBatch, one file per batch, until read."""
-    query = (
-        stream_batches(spark, source, ECOMMERCE_EVENT_SCHEMA)
-        .writeStream.foreachBatch(sink)
-        .option("checkpointLocation", paths.uri(checkpoint))
-        .trigger(availableNow=True)
-        .start()
-    )
-    try:
-        query.awaitTermination(120)
-    finally:
-        if query.isActive:
-            query.stop()
+    return rows_with_copies([plain(tuple(row)) for row in frame.collect()])
 
 
 def run(spark, exercise, module, scenario, workdir: Path) -> Observation:
     """The scenario through the learner's sink, in two queries: the table after each batch."""
-    from practice.checking import NotStarted
-
-    if workdir.exists():
-        paths.remove_tree(workdir, allow_outside=True)
+    start_afresh(workdir)
     first = write_batches(workdir / "input" / "first", scenario.batches[:-1])
     second = write_batches(workdir / "input" / "second", scenario.batches[-1:])
+    schema = exercise.schema_of("input")
     table = workdir / "events"
-    after_batches = []
-    facts = {}
-    failures = []
 
-    def sink(batch, batch_id: int) -> None:
-        if failures:
-            return  # the learner's function failed on an earlier batch: the run is over
-        try:
-            module.write_events_once(batch, batch_id, table)
-            if batch_id == RETRIED_BATCH:
-                before = row_count(read_table(spark, table))
-                module.write_events_once(batch, batch_id, table)
-                facts[RETRY_ADDED] = row_count(read_table(spark, table)) - before
-        except Exception as error:
-            # Kept, not raised: raised here, Spark would fail the query and log its whole trace.
-            failures.append(error)
-            return
-        after_batches.append(read_table(spark, table))
+    def write(batch, batch_id: int) -> None:
+        module.write_events_once(batch, batch_id, table)
 
-    run_query(spark, first, workdir / "checkpoint-first", sink)
-    if not failures:
-        before = row_count(after_batches[-1]) if after_batches else 0
-        run_query(spark, second, workdir / "checkpoint-second", sink)
-        if not failures:
-            facts[SECOND_QUERY_ADDED] = row_count(after_batches[-1]) - before
-    if failures and isinstance(failures[0], NotImplementedError):
-        raise NotStarted()
-    if failures:
-        raise failures[0]  # the learner's error, with the line of their file it came from
-    return Observation(COLUMNS, [Batch(rows) for rows in after_batches], facts=facts)
+    def read_target() -> Snapshot:
+        return Snapshot(COLUMNS, read_table(spark, table))
 
-
-def retry_added_rows(mine, wanted) -> bool:
-    return mine.facts.get(RETRY_ADDED, 0) > 0
+    sink_run = SinkRun(write, read_target, RETRY)
+    run_query(spark, first, schema, workdir / "checkpoint-first", sink_run.sink)
+    if not sink_run.failures:
+        before = sink_run.snapshots[-1].rows if sink_run.snapshots else []
+        run_query(spark, second, schema, workdir / "checkpoint-second", sink_run.sink)
+        if not sink_run.failures:
+            after = sink_run.snapshots[-1].rows
+            sink_run.facts[SECOND_QUERY_ADDED] = copies_added(before, after)
+    return sink_run.observation()
 
 
 def second_query_skipped(mine, wanted) -> bool:
@@ -153,7 +120,7 @@ EXERCISE = Exercise(
             "No txnAppId/txnVersion: a plain append cannot tell a replay from a new batch, so "
             "batch 1, run again, was appended again. Give the write "
             ".option('txnAppId', query_id(batch)).option('txnVersion', batch_id).",
-            when=retry_added_rows,
+            when=RETRY.changed_target,
         ),
         Mistake(
             "fixed_app_id",
