@@ -279,6 +279,9 @@ def kafka_report_header() -> str:
 JVM_FIXTURES = {"spark", "kafka_bootstrap", "kafka_test_broker", "topic"}
 JVM_GROUP = "jvm"
 CRASH_MARKER = "crash"  # the slow lane: kill -9 cycles, a broker outage (pytest.ini)
+# The exercises' shipped mistakes, each checked for its hint: CI runs them beside the crash lane.
+MISTAKES_MARKER = "mistakes"
+SLOW_LANES = (CRASH_MARKER, MISTAKES_MARKER)
 jvm_test_workers: set[str] = set()  # on the controller: the workers that ran a test of the group
 
 
@@ -287,21 +290,22 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if JVM_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.xdist_group(JVM_GROUP))
-    leave_out_the_crash_lane(config, items)
+    leave_out_the_slow_lanes(config, items)
 
 
-def leave_out_the_crash_lane(config, items) -> None:
-    """The slow crash lane runs only when an -m expression names it (``-m crash``).
+def leave_out_the_slow_lanes(config, items) -> None:
+    """The slow lanes run only when an -m expression names them (``-m crash``, ``-m mistakes``).
 
     pytest.ini's ``-m "not crash"`` is replaced by any -m given on the command line (the last
-    one wins), so ``python course.py test -m "not smoke"`` would otherwise run the lane too.
+    one wins), so ``python course.py test -m "not smoke"`` would otherwise run the lanes too.
     """
-    if re.search(rf"\b{CRASH_MARKER}\b", config.option.markexpr or ""):
-        return
-    crash = [item for item in items if item.get_closest_marker(CRASH_MARKER)]
-    if crash:
-        config.hook.pytest_deselected(items=crash)
-        items[:] = [item for item in items if not item.get_closest_marker(CRASH_MARKER)]
+    for lane in SLOW_LANES:
+        if re.search(rf"\b{lane}\b", config.option.markexpr or ""):
+            continue
+        slow = [item for item in items if item.get_closest_marker(lane)]
+        if slow:
+            config.hook.pytest_deselected(items=slow)
+            items[:] = [item for item in items if not item.get_closest_marker(lane)]
 
 
 def pytest_runtest_logreport(report):
