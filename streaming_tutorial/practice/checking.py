@@ -13,16 +13,16 @@ from __future__ import annotations
 import re
 import traceback
 from collections import Counter
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+
+from lesson15_state_demos import session_conf
 
 from infra import errors
 from practice import catalog
 from practice.observe import Batch, Observation, observe, plain, sort_rows
 from practice.spec import Exercise, Scenario
-from teaching.demos import jvm_logs_off
+from teaching.demos import STREAM_FAILED, jvm_logs_off
 from teaching.narration import first_line
 
 PASSED, FAILING, NOT_STARTED = "passed", "failing", "not started"
@@ -135,28 +135,12 @@ def check(
     return Verdict(exercise, PASSED, "", "", "", observed)
 
 
-@contextmanager
-def session_settings(spark, settings: dict[str, str]) -> Iterator[None]:
-    """The exercise's Spark settings for the check's queries, then the session's own again."""
-    before = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, value in before.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
-
-
 def run_scenario(
     spark, exercise: Exercise, module, scenario: Scenario, workdir: Path
 ) -> Observation:
     """One scenario's run of the learner's module (the exercise's own ``run``, or the standard
     one), with the exercise's Spark settings."""
-    with session_settings(spark, exercise.settings):
+    with session_conf(spark, exercise.settings):
         if exercise.run is not None:
             return exercise.run(spark, exercise, module, scenario, workdir)
         return standard_run(spark, exercise, module, scenario, workdir)
@@ -415,10 +399,7 @@ def is_spark_error(error: Exception) -> bool:
 
 def spark_line(text: str) -> str:
     """Spark's message without the query's id wrapper and the plan it appends."""
-    text = re.sub(
-        r"^\[STREAM_FAILED\] Query \[[^\]]*\] terminated with exception: ", "", text.strip()
-    )
-    return first_line(text)
+    return first_line(STREAM_FAILED.sub("", text.strip(), count=1))
 
 
 def python_error(error: Exception, path: Path) -> str:

@@ -19,6 +19,7 @@ from typing import Callable
 from common import paths
 from practice.spec import Exercise, Scenario
 from teaching.demos import SCENARIO_DAY, short_time
+from teaching.lateness import dropped_by_watermark
 from teaching.microbatch import collect_batches, stream_batches, write_batches
 
 
@@ -122,7 +123,7 @@ def observe(
         streams.append(stream_batches(spark, folder, exercise.schema_of(name)))
     query_df = build(*streams)
     run = collect_batches(query_df, workdir / "checkpoint", output_mode=exercise.output_mode)
-    dropped = {p["batchId"]: dropped_rows(p) for p in run.progress}
+    dropped = {p["batchId"]: dropped_by_watermark([p]) for p in run.progress}
     batches = [
         Batch(
             sort_rows([plain(tuple(row)) for row in batch.rows]),
@@ -135,7 +136,3 @@ def observe(
     if run.progress and run.progress[-1].get("stateOperators"):
         state_rows = sum(op.get("numRowsTotal", 0) for op in run.progress[-1]["stateOperators"])
     return Observation(list(query_df.columns), batches, state_rows)
-
-
-def dropped_rows(progress: dict) -> int:
-    return sum(op.get("numRowsDroppedByWatermark", 0) for op in progress.get("stateOperators", []))
