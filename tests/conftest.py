@@ -337,6 +337,15 @@ def pytest_report_header(config):
 # run) are listed before the run and again after the last fixture has been torn down; any
 # difference fails the run and names the paths. The snapshot is taken at session start,
 # before collection, so a lesson that wrote files on import would be caught too.
+#
+# The learner's own broker (python local_kafka.py start) may be running meanwhile, and it
+# rewrites its own files by itself. Measured on an idle broker (Kafka 4.4, a minute): its
+# metadata log (__cluster_metadata-0: a record every 500 ms, its index files), the
+# *-checkpoint files beside the partitions (every minute), its data folder and logs/server.log.
+# The partition folders of the learner's topics (<topic>-<n>) and their record files (*.log) did
+# not change; a stop also rewrites their index and snapshot files. So of the broker's data only
+# those are compared, and its topics with their end offsets (learner_kafka_topics), whether the
+# broker runs or not: a test that writes to a learner's topic changes both.
 
 LEARNER_FOLDERS = ("data", "checkpoints", "output", ".runtime")
 # The project root; tests/common/test_isolation.py points an inner run at a copy to show the check
@@ -348,27 +357,51 @@ GROUPING_PROBLEM = pytest.StashKey[str]()
 KAFKA_TEST_BROKER_STARTED: dict[str, float] = {}
 
 
-def snapshot_tree(
-    root: Path, folders=LEARNER_FOLDERS, *, skip: tuple[str, ...] = ()
-) -> dict[str, tuple]:
-    """{path relative to root: (kind, size, mtime in ns)} of every file and folder in ``folders``.
+KAFKA_DATA = ".runtime/kafka/data"  # the learner's broker's data (infra/kafka_broker.py)
+KAFKA_LOGS = ".runtime/kafka/logs"
+# A partition's folder in the broker's data: <topic>-<partition>. An internal topic's name starts
+# with "__" (__cluster_metadata, __consumer_offsets); a deleted topic's folder is renamed to
+# <topic>-<n>.<id>-delete and removed by the broker a minute later, which this pattern leaves out.
+PARTITION_FOLDER = re.compile(r"(?!__)[^/]+-\d+")
+RECORDS_SUFFIX = ".log"  # a partition's segment files: its records
 
-    ``skip``: relative folders left out (the data of a broker the learner runs, which changes
-    by itself every few seconds; its topics are compared instead, see learner_kafka_topics).
-    """
+
+def kafka_records_entry(relative: str, entry: tuple) -> tuple | None:
+    """What the comparison keeps of a path under the learner's broker's data and logs folders:
+    a learner topic's partition folder (that it is there) and its record files (as they are).
+    None for the rest, the broker's own bookkeeping, which it rewrites by itself while it runs.
+    Other paths are kept as they are."""
+    if relative == KAFKA_LOGS or relative.startswith(KAFKA_LOGS + "/"):
+        return None
+    if not relative.startswith(KAFKA_DATA + "/"):
+        return None if relative == KAFKA_DATA else entry
+    parts = relative[len(KAFKA_DATA) + 1 :].split("/")
+    if not PARTITION_FOLDER.fullmatch(parts[0]):
+        return None
+    if len(parts) == 1:
+        return ("folder", 0, 0)  # its time changes when the broker rewrites a file inside
+    if len(parts) == 2 and parts[1].endswith(RECORDS_SUFFIX):
+        return entry
+    return None
+
+
+def snapshot_tree(root: Path, folders=LEARNER_FOLDERS) -> dict[str, tuple]:
+    """{path relative to root: (kind, size, mtime in ns)} of every file and folder in ``folders``,
+    the learner's broker's files reduced to its records (kafka_records_entry)."""
     entries = {}
     for name in folders:
         top = root / name
         for path in [top, *sorted(top.rglob("*"))] if top.exists() else []:
             relative = path.relative_to(root).as_posix()
-            if any(relative == folder or relative.startswith(folder + "/") for folder in skip):
-                continue
             try:
                 info = path.lstat()
             except FileNotFoundError:  # deleted while we looked: the next snapshot says so
                 continue
             kind = "folder" if stat.S_ISDIR(info.st_mode) else "file"
-            entries[relative] = (kind, info.st_size if kind == "file" else 0, info.st_mtime_ns)
+            entry = (kind, info.st_size if kind == "file" else 0, info.st_mtime_ns)
+            kept = kafka_records_entry(relative, entry)
+            if kept is not None:
+                entries[relative] = kept
     return entries
 
 
@@ -418,10 +451,7 @@ def learner_kafka_topics() -> dict[str, tuple]:
 
 
 def learner_snapshot() -> dict[str, tuple]:
-    topics = learner_kafka_topics()
-    # A running broker rewrites its own data and logs all the time: compare its topics instead.
-    skip = (".runtime/kafka/data", ".runtime/kafka/logs") if topics else ()
-    return {**snapshot_tree(LEARNER_ROOT, skip=skip), **topics}
+    return {**snapshot_tree(LEARNER_ROOT), **learner_kafka_topics()}
 
 
 def pytest_sessionstart(session):

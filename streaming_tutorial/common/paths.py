@@ -79,6 +79,8 @@ CHECKPOINT_DIR = STORAGE_ROOT / "checkpoints"
 OUTPUT_DIR = STORAGE_ROOT / "output"
 # PID files, the local Kafka broker's data and logs.
 RUNTIME_DIR = COURSE_HOME / ".runtime"
+# Each lesson's log of its last run: the JVM's warnings and errors with their stack traces.
+LOGS_DIR = RUNTIME_DIR / "logs"
 
 # The folders the simulators write into and the file lessons watch.
 TRANSACTIONS_DIR = DATA_DIR / "input_stream"
@@ -110,6 +112,11 @@ def checkpoint_for(lesson: str, query: str = "") -> Path:
 def output_for(lesson: str, name: str = "") -> Path:
     root = OUTPUT_DIR / lesson
     return root / name if name else root
+
+
+def log_for(lesson: str) -> Path:
+    """The JVM's log of the lesson's last run (always local, also with --storage)."""
+    return LOGS_DIR / f"{lesson}.log"
 
 
 def remove_tree(path: Path, *, allow_outside: bool = False) -> None:

@@ -42,9 +42,18 @@ FILE_CONTEXT_CHECKPOINTS = (
 )
 # The JVM's logging: real warnings on stderr, known-harmless ones silenced (see the file).
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+LOG4J_OPTION = "-Dlog4j2.configurationFile="
+# A lesson's run reads this file too: the JVM's stack traces go to the run's log file, and the
+# terminal keeps one line per warning or error, so the course's advice on a failure comes first
+# (see the file). get_spark(log_file=...) gives the driver both files and the log's path.
+RUN_LOG_CONFIG = Path(__file__).with_name("log4j2-run-log.properties")
+RUN_LOG_PROPERTY = "streaming.course.log"  # the Java system property that file reads
+# The log a lesson's process opened; its child processes (lesson 16's killed runs) inherit the
+# variable and add to that log instead of emptying it.
+RUN_LOG_ENV = "STREAMING_COURSE_RUN_LOG"
 DRIVER_JAVA_OPTIONS = (
     # Read at JVM start, so it also quiets the warnings printed before the session exists.
-    f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}",
+    f"{LOG4J_OPTION}{LOG4J_CONFIG.as_uri()}",
     # Only the JVM's quick (C1) compiler: a lesson's JVM lives a minute, not a day, and the
     # optimising C2 compiler spent a third of its CPU there. Measured on lesson 07 on 2 cores:
     # 37-44 CPU-seconds -> 26-27 (docs/BENCHMARKS.md). A long-running job wants C2: drop this.
@@ -162,6 +171,7 @@ def get_spark(
     ui: bool = True,
     extra_conf: dict[str, str] | None = None,
     extra_packages: Sequence[str] = (),
+    log_file: Path | None = None,
 ):
     """Create (or return the running) SparkSession with the course's defaults.
 
@@ -172,12 +182,17 @@ def get_spark(
     ``master``: ``local[*]`` by default, or spark-submit's ``--master`` when spark-submit
     started this process; a cluster URL (``spark://host:7077``, ``yarn``, ``k8s://...``)
     works too: see the README's "Beyond one machine".
+
+    ``log_file`` (a lesson's run: ``paths.log_for(lesson)``): the JVM's stack traces go there
+    and the terminal gets one line per warning or error (RUN_LOG_CONFIG), when this call starts
+    the JVM; a JVM already running, or started by spark-submit, keeps its logging.
     """
     require_java()
     submitted = submitted_conf()
     master = master or (submitted or {}).get("spark.master") or DEFAULT_MASTER
     prepare_process_environment(master)
 
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     local, here = is_local(master), on_this_machine(master)
@@ -216,14 +231,25 @@ def get_spark(
     if here:
         builder = builder.config("spark.driver.host", "127.0.0.1")
     extra_conf = dict(extra_conf or {})
+    # A JVM already running (this process opened a session before, or spark-submit started it)
+    # keeps its options. pyspark sets _gateway when it launches or joins one; no public API says.
+    starts_jvm = submitted is None and SparkContext._gateway is None
+    # A lesson's run: the JVM's stack traces to its log file, one line per event on the terminal.
+    logs_to_file = log_file is not None and starts_jvm and open_run_log(log_file)
     if submitted is None:
         # The driver's JVM starts with the session; under spark-submit it already runs
         # (give spark-submit --driver-java-options instead).
         # The class archive python course.py trained, if there is one yet (infra/jvm.py).
         archive_options = jvm.class_archive_options()
+        java_options = list(DRIVER_JAVA_OPTIONS)
+        if logs_to_file:
+            java_options = [
+                *run_log_options(log_file),
+                *(option for option in java_options if not option.startswith(LOG4J_OPTION)),
+            ]
         # A lesson's own JVM options (extra_conf) come after the course's, not instead of them.
         java_options = [
-            *DRIVER_JAVA_OPTIONS,
+            *java_options,
             *archive_options,
             extra_conf.pop("spark.driver.extraJavaOptions", ""),
         ]
@@ -275,6 +301,8 @@ def get_spark(
     except Exception as error:  # py4j/JVM start-up failures have no narrower type
         raise CourseError(_startup_advice(error, packages or delta)) from error
     spark.sparkContext.setLogLevel("WARN")
+    if logs_to_file:
+        RUN_LOG["file"] = log_file
     if packages and not jars and submitted is None:
         remember_jars(packages, spark.sparkContext.getConf().get("spark.jars", ""))
     if not local:
@@ -286,6 +314,53 @@ def get_spark(
         if not explicit:
             match_cluster_cores(spark, delta=delta)
     return spark
+
+
+# The log file of this process's JVM, once get_spark started one with a log_file.
+RUN_LOG: dict[str, Path] = {}
+
+
+def run_log_options(log_file: Path) -> list[str]:
+    """The driver's options for a lesson's run: the course's log4j configuration, then
+    RUN_LOG_CONFIG merged over it, and the log file's path as the property that file reads."""
+    configuration = f"{LOG4J_OPTION}{LOG4J_CONFIG.as_uri()},{RUN_LOG_CONFIG.as_uri()}"
+    return [configuration, java_property(RUN_LOG_PROPERTY, str(log_file))]
+
+
+def java_property(name: str, value: str) -> str:
+    """``-Dname=value`` as one of Spark's extraJavaOptions, which are split at white space
+    except inside double quotes (a course folder may have a space in its path)."""
+    option = f"-D{name}={value}"
+    if any(character.isspace() for character in option):
+        return f'"{option}"'
+    return option
+
+
+def open_run_log(log_file: Path) -> bool:
+    """Start the run's log empty, unless this process is a child of the lesson's run that
+    opened it (RUN_LOG_ENV): then the child's JVM adds to it. False, said on stderr, when the
+    file cannot be written (the lesson runs on, its stack traces on the terminal)."""
+    try:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        if os.environ.get(RUN_LOG_ENV) != str(log_file):
+            log_file.write_text("", encoding="utf-8")
+            os.environ[RUN_LOG_ENV] = str(log_file)
+    except OSError as error:
+        print(
+            f"Cannot write the run's log {log_file} ({error.strerror or error}): the JVM's "
+            "stack traces stay on the terminal.",
+            file=sys.stderr,
+        )
+        return False
+    return True
+
+
+def run_log() -> Path | None:
+    """The log file of this process's JVM (get_spark's log_file), if anything was logged."""
+    log_file = RUN_LOG.get("file")
+    if log_file is None or not log_file.exists() or log_file.stat().st_size == 0:
+        return None
+    return log_file
 
 
 def ship_course_code(spark) -> None:

@@ -118,7 +118,12 @@ def lesson_session(lesson: str, args, **spark_options) -> Iterator:
             if not paths.is_remote(folder)
         }
     )
-    spark = get_spark(lesson, master=getattr(args, "master", None), **spark_options)
+    spark = get_spark(
+        lesson,
+        master=getattr(args, "master", None),
+        log_file=paths.log_for(lesson),
+        **spark_options,
+    )
     if reset and paths.REMOTE_ROOT:
         reset_lesson(lesson, args, spark)
     if threading.current_thread() is threading.main_thread():
@@ -426,9 +431,19 @@ def run_lesson(
         )
         code = 130
     except Exception as error:
+        from common.session import run_log
+
         advice = explain(error)
+        log = run_log()  # None when the JVM logged nothing (or never started)
+        where = ""
+        if log is not None:
+            where = f"The JVM's log of this run, with its stack traces: {paths.display(log)}"
         if advice is None:
+            if where:  # shown under the traceback, which has Spark's own message
+                error.add_note(where)
             raise
         print("\n" + advice, file=sys.stderr)
+        if where:
+            print(where, file=sys.stderr)
         code = 1
     sys.exit(code)
