@@ -12,16 +12,25 @@ A folder Spark cannot write (full, read-only, not yours) is recognised by the op
 system's own words that Java quotes after the path (``... .tmp (Read-only file system)``,
 ``java.io.IOException: No space left on device``) anywhere in the chain of causes.
 
+A checkpoint file Spark could not read ("Checksum error: file:...", "Failed to read log file
+...", a missing ``metadata``) is answered with infra.checkpoint_health's diagnosis of that
+checkpoint: the files to remove or restore, and what each way out costs.
+
 Only a checkpoint that no longer fits the query (changed state keys, aggregations or
 stateful operators, another source table) is answered with ``--reset`` or a new
-``--checkpoint-dir``, and the advice says what that throws away.
+``--checkpoint-dir`` first, and the advice says what that throws away; for a damaged one it
+is the last way out, after the repairs and restores that keep the checkpoint.
 """
 
 from __future__ import annotations
 
 import re
 import textwrap
+from pathlib import Path
 from typing import Iterator
+from urllib.parse import unquote, urlparse
+
+from infra import checkpoint_health
 
 
 class CourseError(RuntimeError):
@@ -182,6 +191,10 @@ def explain(error: BaseException) -> str | None:
     """Advice for a recognised error (a wrapped paragraph, then Spark's first lines); else None."""
     if isinstance(error, CourseError):
         return str(error)
+    found = checkpoint_failure(error)
+    if found:
+        advice, message = found
+        return f"{advice}\nSpark said:\n" + "\n".join(f"  {line}" for line in spark_lines(message))
     for condition, message in spark_errors(error):
         main_class = condition.split(".", 1)[0]
         if main_class in MISSING_CONNECTOR:
@@ -202,6 +215,52 @@ def with_spark_lines(advice: str, message: str) -> str:
         advice, width=ADVICE_WIDTH, break_long_words=False, break_on_hyphens=False
     )
     return f"{paragraph}\nSpark said:\n" + "\n".join(f"  {line}" for line in spark_lines(message))
+
+
+# --- a checkpoint Spark cannot read ---------------------------------------------------------------
+#
+# Spark names the file it could not read: 'Checksum error: file:/ckpt/offsets/2 at 512 exp: ...'
+# (Hadoop's ChecksumException), 'Failed to read log file file:/ckpt/commits/2. [INVALID_LOG_VERSION
+# ...' (also MALFORMED_LOG_FILE, 'Incomplete log file'), or the checkpoint itself: 'Checkpoint
+# location file:/ckpt is in an inconsistent state' (STREAMING_CHECKPOINT_MISSING_METADATA_FILE).
+UNREADABLE_CHECKPOINT = re.compile(
+    r"(?:Checksum error: |Failed to read log file |Checkpoint location )(?P<path>file:\S+?)"
+    r"(?=\.?\s|\.?$| at \d)"
+)
+
+
+def checkpoint_failure(error: BaseException) -> tuple[str, str] | None:
+    """(advice, Spark's message) when Spark could not read a checkpoint file; else None.
+
+    The advice is checkpoint_health's diagnosis of that checkpoint; when it finds nothing (the
+    file was damaged and then replaced, say), a paragraph that names the file and repairs
+    nothing."""
+    for current in error_chain(error):
+        message = spark_message(current)
+        match = UNREADABLE_CHECKPOINT.search(message)
+        if not match:
+            continue
+        path = Path(unquote(urlparse(match.group("path")).path))
+        checkpoint = next(
+            (
+                folder
+                for folder in (path, *path.parents)
+                if (folder / "offsets").is_dir() or (folder / "metadata").is_file()
+            ),
+            None,
+        )
+        damages = checkpoint_health.diagnose(checkpoint) if checkpoint else []
+        if damages:
+            return checkpoint_health.advice(damages), message
+        return textwrap.fill(
+            f"Spark could not read {path}, a file of a query's checkpoint. Nothing was changed. "
+            "See what the checkpoint holds with 'python course.py checkpoint DIR', and restore "
+            "that file from a backup if you have one. " + START_OVER,
+            width=ADVICE_WIDTH,
+            break_long_words=False,
+            break_on_hyphens=False,
+        ), message
+    return None
 
 
 # --- a folder Spark cannot write ------------------------------------------------------------------

@@ -41,8 +41,9 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from common import paths, storage
+from infra import checkpoint_health
 from infra.environment import require_writable
-from infra.errors import explain
+from infra.errors import CourseError, explain
 from teaching import checkpoints
 from teaching.narration import WIDTH, banner, say  # noqa: F401  (lessons import the narration from here too)
 
@@ -92,8 +93,9 @@ def pick_trigger(args, interval: str) -> dict:
 def lesson_session(lesson: str, args, **spark_options) -> Iterator:
     """The lesson's SparkSession; on the way out every query and the session stop.
 
-    It first says what the lesson's checkpoints hold, so a second run says what it
-    resumes. ``spark_options`` go to :func:`common.session.get_spark` (``kafka=True``,
+    It first checks the lesson's checkpoints and stops with advice (CourseError) when one is
+    damaged (``require_whole_checkpoints``), then says what they hold, so a second run says
+    what it resumes. ``spark_options`` go to :func:`common.session.get_spark` (``kafka=True``,
     ``delta=True``, ``jdbc=True``).
     """
     from common.session import get_spark
@@ -105,6 +107,7 @@ def lesson_session(lesson: str, args, **spark_options) -> Iterator:
     reset = getattr(args, "reset", False)
     if reset:
         reset_lesson(lesson, args)
+    require_whole_checkpoints(checkpoint_root(lesson, args))
     print(checkpoints.describe(checkpoint_root(lesson, args)), flush=True)
     # A folder Spark cannot write fails the first micro-batch after the JVM start: say so before it.
     # (Remote storage is out of Python's reach: Spark's own error says it, if it comes to that.)
@@ -137,6 +140,36 @@ def lesson_session(lesson: str, args, **spark_options) -> Iterator:
         for query in spark.streams.active:
             stop_between_batches(query)
         spark.stop()
+        record_checkpoints(checkpoint_root(lesson, args))
+
+
+# The checkpoint folders this process's lessons checked before Spark started: a failure that
+# errors.explain does not know is diagnosed there once more (run_lesson).
+CHECKED_ROOTS: list[Path] = []
+
+
+def require_whole_checkpoints(root: Path) -> None:
+    """Stop with advice (CourseError) when a checkpoint under ``root`` is damaged, before Spark
+    starts: Spark would fail with a JVM trace, or go on and silently read input again. Nothing
+    is repaired here; the advice names the files to remove or restore. A whole checkpoint's
+    query id is recorded at its place (to recognise it later in another query's place)."""
+    CHECKED_ROOTS.append(root)
+    damages = checkpoint_health.diagnose_all(root)
+    if damages:
+        raise CourseError(
+            "The lesson stopped before Spark started.\n" + checkpoint_health.advice(damages)
+        )
+    record_checkpoints(root)
+
+
+def record_checkpoints(root: Path) -> None:
+    """Record each query id under ``root`` at its place (checkpoint_health.remember)."""
+    try:
+        checkpoint_health.remember(root)
+    except OSError:
+        # The record (in .runtime/) only helps name a checkpoint moved into another query's
+        # place later; a course folder that cannot be written is reported where it matters.
+        return
 
 
 def run_queries(
@@ -433,7 +466,7 @@ def run_lesson(
     except Exception as error:
         from common.session import run_log
 
-        advice = explain(error)
+        advice = explain(error) or damaged_checkpoint_advice()
         log = run_log()  # None when the JVM logged nothing (or never started)
         where = ""
         if log is not None:
@@ -447,3 +480,11 @@ def run_lesson(
             print(where, file=sys.stderr)
         code = 1
     sys.exit(code)
+
+
+def damaged_checkpoint_advice() -> str | None:
+    """After a failure errors.explain does not know: the advice for a checkpoint of this lesson
+    that is damaged now (e.g. a log entry Spark could not parse, whose message names no file),
+    or None. It was whole when the lesson started."""
+    damages = [damage for root in CHECKED_ROOTS for damage in checkpoint_health.diagnose_all(root)]
+    return checkpoint_health.advice(damages) if damages else None
