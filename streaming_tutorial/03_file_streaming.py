@@ -10,6 +10,9 @@ What you'll learn
   - A line that cannot be used is not dropped: ``from_json`` in PERMISSIVE mode never fails
     the query, and each bad line goes, with its file name and the reason ("missing user_id",
     "amount is not a number"...), to a quarantine folder, and is counted.
+  - ``from_json`` alone converts some values silently (7 into a text field as "7", a number
+    into a timestamp as epoch seconds): each field is parsed once more as a VARIANT, whose
+    ``schema_of_variant`` says which JSON type the line gave it.
 
 Run
   python streaming_tutorial/03_file_streaming.py                  # reads data/input_stream
@@ -57,7 +60,7 @@ from pathlib import Path
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import StringType, StructField, StructType
+from pyspark.sql.types import StringType, StructField, StructType, VariantType
 
 from common import paths
 from common.schemas import TRANSACTION_SCHEMA
@@ -92,7 +95,9 @@ CORRUPT_COLUMN = "_corrupt_record"  # from_json puts the text of a record that d
 # Working columns of the parse, read by quarantine_reason() and then dropped.
 JSON_COLUMN = "_json"  # the line without a byte-order mark
 RECORD_COLUMN = "_record"  # the line parsed with the schema's types
-AS_TEXT_COLUMN = "_as_text"  # the line parsed with every field as text
+AS_JSON_COLUMN = "_as_json"  # the line parsed with every field as a VARIANT: its JSON value
+JSON_TYPES_COLUMN = "_json_types"  # the JSON type of each field's value: STRING, BIGINT...
+KEYS_COLUMN = "_keys"  # the object's keys, in their order
 BYTE_ORDER_MARK = "\ufeff"  # U+FEFF: some editors write it at the start of a UTF-8 file
 # How deeply nested a line may be: Spark's JSON parser (Jackson) reads 1000 levels, and the
 # check that a line holds one object wraps it in [ ], one level more.
@@ -103,11 +108,15 @@ RECORD_SCHEMA = StructType(
     [StructField(field.name, field.dataType) for field in TRANSACTION_SCHEMA.fields]
     + [StructField(CORRUPT_COLUMN, StringType())]
 )
-# Every field once more, as text: null when the field is absent (or JSON null), its text when
-# it is there. A field that is null in _record but present here has a value of the wrong type.
-AS_TEXT_SCHEMA = StructType(
-    [StructField(field.name, StringType()) for field in TRANSACTION_SCHEMA.fields]
+# Every field once more, as a VARIANT: null when the field is absent, a VARIANT null for JSON
+# null, else the value with the JSON type it was given (schema_of_variant names it: STRING,
+# BIGINT, DECIMAL(5,2), DOUBLE, BOOLEAN, OBJECT<...>, ARRAY<...>). from_json alone converts
+# silently: any value into a text field (7 as "7"), a number into a timestamp (epoch seconds).
+AS_JSON_SCHEMA = StructType(
+    [StructField(field.name, VariantType()) for field in TRANSACTION_SCHEMA.fields]
 )
+JSON_STRING = "^STRING$"  # the JSON type of a text field's value, and of a date and time's
+JSON_NUMBER = "^(BIGINT|DECIMAL|DOUBLE)"  # a JSON number, whole or not
 # PERMISSIVE never fails the query: a line that does not fit the schema comes back with nulls
 # where it does not fit, and its text in CORRUPT_COLUMN.
 JSON_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_COLUMN}
@@ -139,8 +148,11 @@ def parse_transactions(lines: DataFrame) -> DataFrame:
         lines.withColumn(JSON_COLUMN, without_bom)
         # The line with the schema's types: a value that does not fit becomes null.
         .withColumn(RECORD_COLUMN, F.from_json(F.col(JSON_COLUMN), RECORD_SCHEMA, JSON_OPTIONS))
-        # The same line with every field as text: tells "absent" from "of the wrong type".
-        .withColumn(AS_TEXT_COLUMN, F.from_json(F.col(JSON_COLUMN), AS_TEXT_SCHEMA, JSON_OPTIONS))
+        # The same line with every field as its JSON value, and that value's JSON type.
+        .withColumn(AS_JSON_COLUMN, F.from_json(F.col(JSON_COLUMN), AS_JSON_SCHEMA, JSON_OPTIONS))
+        .withColumn(JSON_TYPES_COLUMN, json_types())
+        # The keys as the line gives them: a key given twice is listed twice.
+        .withColumn(KEYS_COLUMN, F.json_object_keys(F.col(JSON_COLUMN)))
     )
     fields = [
         F.col(f"{RECORD_COLUMN}.{name}").alias(name) for name in TRANSACTION_SCHEMA.fieldNames()
@@ -151,9 +163,10 @@ def parse_transactions(lines: DataFrame) -> DataFrame:
 def quarantine_reason() -> Column:
     """Why a parsed line is not a usable transaction, or null when it is. The first reason wins.
 
-    The line first (empty, not UTF-8, not one JSON object), then each field of
-    TRANSACTION_SCHEMA in its order: a required field (nullable=False) that is missing, a
-    value of the wrong type, an amount that is not finite or below the schema's minimum.
+    The line first (empty, not UTF-8, not one JSON object, a field given twice), then each
+    field of TRANSACTION_SCHEMA in its order: a required field (nullable=False) that is
+    missing, a value of another JSON type than the field's or one Spark cannot read, an amount
+    that is not finite or below the schema's minimum.
     Needs the columns parse_transactions adds; the texts are shown to learners.
     """
     line = F.col("value")
@@ -163,22 +176,30 @@ def quarantine_reason() -> Column:
         # Spark keeps a line's bytes as they are: bad UTF-8 would reach the rows as U+FFFD.
         .when(~F.is_valid_utf8(line), "not valid UTF-8")
         .when(~holds_one_json_object().eqNullSafe(True), why_not_one_json_object())
-        # A text field takes any JSON value as its text (7 becomes "7"): only its absence is
-        # a problem. Absent, JSON null or blank is missing.
+        # {"amount": 5, "amount": -5}: from_json would keep one of them, without a word.
+        .when(repeated_field().isNotNull(), F.concat(repeated_field(), F.lit(" appears twice")))
+        # Absent, JSON null or blank is missing. A value given must have the field's JSON type.
         .when(absent("transaction_id"), "missing transaction_id")
+        .when(not_json("transaction_id", JSON_STRING), "transaction_id is not a string")
         .when(absent("user_id"), "missing user_id")
+        .when(not_json("user_id", JSON_STRING), "user_id is not a string")
         .when(absent("amount"), "missing amount")
-        .when(wrong_type("amount"), "amount is not a number")
         # 1e400 parses as Infinity, "NaN" as NaN: numbers no real amount can be.
         .when(
             F.isnan(amount) | F.abs(amount).eqNullSafe(F.lit(float("inf"))),
             "amount is not a finite number",
         )
+        .when(not_json("amount", JSON_NUMBER) | unreadable("amount"), "amount is not a number")
         # The schema's metadata states the range: money is never negative ({"min": 0}).
         .when(amount < 0, "amount below 0")
-        # category is optional, and text: any value, or none, will do.
+        # category is optional: absent or null will do, but a value given must be text.
+        .when(not_json("category", JSON_STRING), "category is not a string")
         .when(absent("timestamp"), "missing timestamp")
-        .when(wrong_type("timestamp"), "timestamp is not a date and time")
+        # A date and time is text Spark can read ("2025-01-15T10:30:01Z"), never a number.
+        .when(
+            not_json("timestamp", JSON_STRING) | unreadable("timestamp"),
+            "timestamp is not a date and time",
+        )
         # Spark marked the record corrupt and no check above said why: still not usable.
         .when(F.col(f"{RECORD_COLUMN}.{CORRUPT_COLUMN}").isNotNull(), "a field has the wrong type")
     )
@@ -208,15 +229,49 @@ def why_not_one_json_object() -> Column:
     )
 
 
+def json_types() -> Column:
+    """Each field's JSON type as the line gives it: STRING, BIGINT, DECIMAL(5,2), DOUBLE, BOOLEAN,
+    OBJECT<...>, ARRAY<...>, VOID for null; null when the field is absent."""
+    # schema_of_variant names the JSON type of a VARIANT value. Computed once per line here,
+    # read by several checks below.
+    given = F.col(AS_JSON_COLUMN)
+    return F.struct(
+        *[
+            F.schema_of_variant(given.getField(name)).alias(name)
+            for name in TRANSACTION_SCHEMA.fieldNames()
+        ]
+    )
+
+
+def repeated_field() -> Column:
+    """The first field of the schema (in its order) given twice in the line, or null."""
+    keys = F.col(KEYS_COLUMN)
+    # array_remove takes out every copy of a key: more than one gone, it was there twice.
+    twice = [
+        F.when(F.size(keys) - F.size(F.array_remove(keys, name)) > 1, F.lit(name))
+        for name in TRANSACTION_SCHEMA.fieldNames()
+    ]
+    return F.coalesce(*twice)
+
+
 def absent(field: str) -> Column:
-    """The field is not in the line, is JSON null, or is blank."""
-    given = F.col(f"{AS_TEXT_COLUMN}.{field}")
-    return given.isNull() | (F.trim(given) == "")
+    """The field is not in the line, is JSON null, or is blank text."""
+    json_type = F.col(f"{JSON_TYPES_COLUMN}.{field}")
+    text = F.try_variant_get(F.col(f"{AS_JSON_COLUMN}.{field}"), "$", "string")
+    blank = (json_type == "STRING") & (F.trim(text) == "")
+    return json_type.isNull() | (json_type == "VOID") | blank
 
 
-def wrong_type(field: str) -> Column:
-    """The field is in the line, but from_json could not read it as the schema's type."""
-    return F.col(f"{RECORD_COLUMN}.{field}").isNull() & ~absent(field)
+def not_json(field: str, json_type_pattern: str) -> Column:
+    """The field is given a value of another JSON type than the pattern names."""
+    json_type = F.col(f"{JSON_TYPES_COLUMN}.{field}")
+    return ~absent(field) & ~json_type.rlike(json_type_pattern)
+
+
+def unreadable(field: str) -> Column:
+    """The field is given, but from_json could not read it as the schema's type ("yesterday" as
+    a timestamp, 1e400 as a decimal)."""
+    return ~absent(field) & F.col(f"{RECORD_COLUMN}.{field}").isNull()
 
 
 def build_good_transactions(parsed: DataFrame) -> DataFrame:

@@ -33,9 +33,9 @@ What you'll see
   ...
   run 2 read: events-0004.json, events-0005.json, events-typos.json
     table                  after run 1  after run 2
-    bronze_events          60           103
+    bronze_events          60           104
     silver_events          60           100
-    silver_quarantine      0            3
+    silver_quarantine      0            4
     gold_category_revenue  4            4
     gold_funnel            2            3
   gold_category_revenue: 4 rows, lesson 17's build_category_revenue: 4 rows, equal: True
@@ -94,6 +94,9 @@ TYPOS = (
     '"price":-5.0,"quantity":1,"timestamp":"2025-01-15T10:31:00.000Z"}\n'
     '{"event_id":"EVT-900003","event_type":"view","category":"Home","price":10.0,"quantity":1,'
     '"timestamp":"2025-01-15T10:32:00.000Z"}\n'
+    # A number where the schema says text: from_json alone would make it "2004" without a word.
+    '{"event_id":"EVT-900004","user_id":2004,"event_type":"view","category":"Home","price":10.0,'
+    '"quantity":1,"timestamp":"2025-01-15T10:33:00.000Z"}\n'
 )
 SHOW_ROWS = 12
 

@@ -2,10 +2,11 @@
 row, exactly as Python's own json reads it, or quarantined with its exact reason; good + quarantined
 = lines in; nothing crashes.
 
-One streaming query over a folder holding every file case (lesson 03's transactions), one over
-a Kafka topic holding the same lines as messages (lesson 08's shop events), and the field rules
-of every schema a lesson streams on a static DataFrame. The corpus itself is checked in pure
-Python first.
+One streaming query over a folder holding every file case, parsed by lesson 03's own
+parse_transactions (the transactions); one over a Kafka topic holding the same lines as messages,
+parsed by lesson 08's parse_events (the shop events, through common.parsing.parse_json); and the
+field rules of every schema a lesson streams on a static DataFrame. The corpus itself is checked
+in pure Python first.
 """
 
 from __future__ import annotations
@@ -27,8 +28,12 @@ from corpus import (
 from pyspark.sql import functions as F
 
 from common.parsing import parse_json, quarantined, valid_records
+from conftest import load_lesson
 from infra.kafka import ensure_topics, security_options
 from infra.runner import finish, foreach_batch
+
+LESSON_03 = load_lesson("03_file_streaming")
+LESSON_08 = load_lesson("08_kafka_streaming")
 
 # kafka-python 3.0 loads its protocol schemas with importlib.resources calls that Python 3.11
 # deprecates.
@@ -39,6 +44,7 @@ pytestmark = [
 # Room for the 5 MB line: a topic's default max.message.bytes (and a producer's max_request_size) is
 # 1 MB.
 BIG_MESSAGES = 8 * 1024 * 1024
+MIN_KINDS = 25  # the issue asks for at least 25 kinds of input, each with its verdict
 
 
 # --- The corpus, in pure Python
@@ -52,6 +58,7 @@ def test_the_corpus_covers_every_kind_the_issue_lists(data):
     assert len({case.name for case in cases}) == len(cases)  # one file, one Kafka key per case
     for case in cases:
         assert len(case.outcomes) == len(case.lines()) == len(case.kafka_values()), case.name
+    assert len({case.kind for case in cases}) >= MIN_KINDS
     assert sum(outcome is None for case in cases for outcome in case.outcomes) >= 10
     assert len({outcome for case in cases for outcome in case.outcomes}) >= 12
 
@@ -119,9 +126,9 @@ def test_every_schema_quarantines_by_its_own_rules(spark, data):
 
 
 def run_through_the_source(
-    spark, lines, schema, checkpoint, *, source: str
+    spark, parsed, schema, checkpoint, *, source: str
 ) -> tuple[dict, dict, int]:
-    """One availableNow query: lines -> parse_json -> valid_records | quarantined, both collected in
+    """One availableNow query: a lesson's parse -> valid_records | quarantined, both collected in
     each micro-batch. Returns ({source: good rows}, {source: [(reason, raw_line)]}, lines Spark
     read)."""
     good, bad = defaultdict(list), defaultdict(list)
@@ -135,8 +142,7 @@ def run_through_the_source(
         batch.unpersist()
 
     query = (
-        parse_json(lines, schema)
-        .writeStream.foreachBatch(foreach_batch(collect))
+        parsed.writeStream.foreachBatch(foreach_batch(collect))
         .option("checkpointLocation", str(checkpoint))
         .trigger(availableNow=True)
         .start()
@@ -191,7 +197,7 @@ def test_every_file_case_is_a_good_row_or_quarantined_with_its_reason(spark, tmp
     )
     good, bad, lines_read = run_through_the_source(
         spark,
-        lines,
+        LESSON_03.parse_transactions(lines),
         TRANSACTIONS.schema,
         tmp_path / "checkpoint",
         source="source_file",
@@ -231,7 +237,8 @@ def test_every_kafka_message_is_a_good_row_or_quarantined_with_its_reason(
     finally:
         producer.close()
 
-    # Lesson 08's source, with no limit on the offsets per batch; key and value as text.
+    # Lesson 08's source, with no limit on the offsets per batch, and its parse (key and value
+    # as text, where each message came from, parse_json).
     raw = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", kafka_bootstrap)
@@ -239,10 +246,13 @@ def test_every_kafka_message_is_a_good_row_or_quarantined_with_its_reason(
         .option("subscribe", name)
         .option("startingOffsets", "earliest")
         .load()
-        .select(F.col("key").cast("string"), F.col("value").cast("string"))
     )
     good, bad, lines_read = run_through_the_source(
-        spark, raw, SHOP_EVENTS.schema, tmp_path / "checkpoint", source="key"
+        spark,
+        LESSON_08.parse_events(raw),
+        SHOP_EVENTS.schema,
+        tmp_path / "checkpoint",
+        source="key",
     )
 
     check_every_case(cases, Case.kafka_values, good, bad, lines_read, "key")
