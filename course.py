@@ -14,6 +14,8 @@ Other commands:
     python course.py install   # only create .venv and install requirements
     python course.py cluster start|status|stop   # a Spark standalone cluster on 127.0.0.1
                                                  # (README: Beyond one machine)
+    python course.py checkpoint checkpoints/11_delta_lake   # what a checkpoint holds, what is
+                                                            # damaged and the safe fix (reads only)
     python course.py tour --from 05 --to 07   # part of the tour
     python course.py tour --again   # run every lesson twice: fresh, then as a learner coming
                                     # back (CI does)
@@ -370,8 +372,14 @@ def main(argv: list[str] | None = None) -> int:
         help="start|stop|status a Spark standalone cluster on this machine "
         "(python course.py cluster start --help)",
     )
+    sub.add_parser(
+        "checkpoint",
+        add_help=False,
+        help="show what a query's checkpoint holds, what is damaged and the safe fix "
+        "(python course.py checkpoint --help)",
+    )
     args, extra = parser.parse_known_args(argv)
-    if extra and args.command not in ("test", "cluster", "exercises"):
+    if extra and args.command not in ("test", "cluster", "exercises", "checkpoint"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
 
     python = ensure_environment()
@@ -387,6 +395,14 @@ def main(argv: list[str] | None = None) -> int:
         return subprocess.run([str(python), "-m", "tools.exercises", *extra], cwd=ROOT).returncode
     if args.command == "cluster":
         return subprocess.run([str(python), "-m", "tools.cluster", *extra], cwd=ROOT).returncode
+    if args.command == "checkpoint":
+        # Run where the learner is, so a relative DIR means what it says; the module lives in
+        # streaming_tutorial/ (lesson 16 uses it too).
+        search_path = os.pathsep.join(
+            filter(None, [str(LESSONS_DIR), os.environ.get("PYTHONPATH")])
+        )
+        command = [str(python), "-m", "teaching.inspect_checkpoint", *extra]
+        return subprocess.run(command, env={**os.environ, "PYTHONPATH": search_path}).returncode
     train_class_archive(python)
     return subprocess.run([str(python), "-m", "pytest", *extra], cwd=ROOT).returncode
 

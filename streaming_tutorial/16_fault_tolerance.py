@@ -23,9 +23,19 @@ What you'll see
   kill 2, after the sink wrote batch 1, before its commit: events: offsets/ 0 1, commits/ 0; ...
   Delta table (txnAppId/txnVersion): rows lost: 0, rows duplicated: 0
   batch.write.json() (no batch id):  rows lost: 0, rows duplicated: 12
-  offsets/1:
-    {"batchWatermarkMs":1736937058000,"batchTimestampMs":1795437577412,"conf":{"spark.sql.streaming.st...
-    {"logOffset":1}
+  Checkpoint checkpoints/16_fault_tolerance/this-run/windows
+    query id        6fc2b956-0958-40d6-be03-1f47cd54ef0a
+    offsets/        batches 0 1
+    commits/        batches 0 1
+    last committed  batch 1
+    watermark       2025-01-15 10:30:58 UTC (offsets/1)
+    source 0        file source, log offset 1
+                    files read, by batch (sources/0/, 2 in all): ...
+    state           stateful operators (state-metadata; rows: statestore)
+                    id  operator        store    partitions  batches  rows
+                    0   stateStoreSave  default  2           0-1      4
+    sink            Delta table output/16_fault_tolerance/this-run/windows (version 1)
+                    this query's last transaction: batch 1 (txn version 1, table version 1)
   killed twice: 4 windows; uninterrupted run: 4 windows; equal: True
   Counting per window AND user on the old checkpoint starts, then fails (query.exception()):
     [STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE] Provided key schema does not match existing state ...
@@ -61,7 +71,7 @@ from infra.runner import (
     run_lesson,
     say,
 )
-from teaching import checkpoints, demos, narration
+from teaching import checkpoints, demos, inspect_checkpoint, narration
 
 LESSON = "16_fault_tolerance"
 SCHEMA = "record_id STRING, user_id STRING, amount DOUBLE, event_time TIMESTAMP"
@@ -341,7 +351,20 @@ def main(argv: list[str] | None = None) -> None:
             themselves (a glob, another tool) would count them.""")
 
         banner("2. The checkpoint folder, after the crashes")
-        crash.print_checkpoint(where.checkpoints / "windows", "offsets/1", "commits/1")
+        # The course's checkpoint inspector, as `python course.py checkpoint DIR` runs it.
+        print(
+            inspect_checkpoint.report(
+                where.checkpoints / "windows", spark=spark, sink=where.windows
+            ),
+            flush=True,
+        )
+        say("""What each part holds: metadata, the query id (the same across restarts);
+            offsets/, each batch's input range, written BEFORE the batch runs, and on its
+            second line the watermark; commits/, each batch that finished, written AFTER its
+            sink; sources/, the file source's log of the files each batch read; state/, the
+            stateful operators' state, one version per batch, read back here by Spark's
+            state-metadata and statestore readers. The Delta table keeps (query id, batch id)
+            as its txn: the sink's own record of the last batch it took.""")
         say("""A restart reads metadata (the query id), the last offsets file, the last commit.
             offsets/N without commits/N means batch N may be half written: it runs again with
             those offsets on the state/ of batch N-1. With both, batch N+1 starts after N.""")

@@ -374,37 +374,6 @@ def logged_batches_of(root: Path, *names: str) -> str:
     return "; ".join(f"{name}: {logged_batches(root / name)}" for name in names)
 
 
-# What each top-level item of a query's checkpoint holds, in the words the lessons use.
-CHECKPOINT_PARTS = {
-    "metadata": "the query id (it stays the same across restarts)",
-    "offsets": "each batch's input range, written BEFORE the batch runs",
-    "commits": "each batch that finished, written AFTER its sink",
-    "sources": "the file source's log: which files each batch read",
-    "state": "the stateful operators' state, one version per batch",
-}
-SHOW_CHARACTERS = 110  # an offsets file's line of settings is long: its start is enough
-
-
-def print_checkpoint(checkpoint: Path, *logs: str) -> None:
-    """Print what each item of ``checkpoint`` holds, then the text of the given log files (e.g.
-    "offsets/1")."""
-    for entry in sorted(path for path in checkpoint.iterdir() if not path.name.startswith(".")):
-        ids = checkpoints.batch_ids(entry) if entry.name in ("offsets", "commits") else []
-        listed = f": batches {' '.join(map(str, ids))}" if ids else ""
-        name = entry.name + ("/" if entry.is_dir() else "")
-        print(f"  {name:<10} {CHECKPOINT_PARTS.get(entry.name, '')}{listed}")
-    for log in logs:
-        lines = (checkpoint / log).read_text(encoding="utf-8").splitlines()
-        print(
-            f"{log}:\n"
-            + "".join(
-                f"  {line[:SHOW_CHARACTERS]}{'...' if len(line) > SHOW_CHARACTERS else ''}\n"
-                for line in lines
-            ),
-            end="",
-        )
-
-
 @dataclass
 class ChildRuns:
     """Children that run one command with different arguments, each with a log named after it."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
@@ -113,6 +114,29 @@ def course_home(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     return home
+
+
+@pytest.fixture(autouse=True)
+def lesson_checkpoints_inspected(request):
+    """After a lesson's smoke run (tests/lessons, marked smoke), the checkpoint inspector
+    (python course.py checkpoint) reads every checkpoint the lesson left in its course home:
+    it must work on every lesson's checkpoints. Python only, the state left out: milliseconds."""
+    yield
+    home = request.node.funcargs.get("course_home")
+    if home is None or not request.node.get_closest_marker("smoke"):
+        return
+    if "lessons" not in request.node.path.parts:
+        return  # elsewhere, a course home may hold a checkpoint damaged on purpose
+    from teaching import inspect_checkpoint
+
+    for checkpoint in inspect_checkpoint.find_checkpoints(home):
+        lines = inspect_checkpoint.report(checkpoint, state=False).splitlines()
+        query_id = json.loads((checkpoint / "metadata").read_text())["id"]
+        assert f"  query id        {query_id}" in lines, lines
+        assert not [text for text in lines if "unreadable" in text], lines
+        # A lesson leaves a healthy checkpoint: infra.checkpoint_health (if any) finds nothing.
+        damage = [text for text in lines if text.startswith("  damage")]
+        assert damage in ([], ["  damage          none found"]), lines
 
 
 def run_script(

@@ -159,31 +159,14 @@ def test_numbered_records_are_a_pure_function_of_their_number():
     assert all(BASE < moment <= BASE.replace(minute=32) for moment in times)
 
 
-def test_logged_batches_and_print_checkpoint(tmp_path, capsys):
+def test_logged_batches(tmp_path):
     checkpoint = tmp_path / "ck"
     for log, ids in (("offsets", (0, 1)), ("commits", (0,))):
         (checkpoint / log).mkdir(parents=True)
         for batch_id in ids:
             (checkpoint / log / str(batch_id)).write_text('v1\n{"logOffset":%d}\n' % batch_id)
-    (checkpoint / "metadata").write_text('{"id":"q"}\n')
     assert crash.logged_batches(checkpoint) == "offsets/ 0 1, commits/ 0"
     assert crash.logged_batches(tmp_path / "none") == "offsets/ (empty), commits/ (empty)"
-    crash.print_checkpoint(checkpoint, "offsets/1")
-    out = capsys.readouterr().out.splitlines()
-    assert out[0].split() == [
-        "commits/",
-        "each",
-        "batch",
-        "that",
-        "finished,",
-        "written",
-        "AFTER",
-        "its",
-        "sink:",
-        "batches",
-        "0",
-    ]
-    assert out[-3:] == ["offsets/1:", "  v1", '  {"logOffset":1}']
 
 
 def test_line_server_sends_only_to_connected_clients():

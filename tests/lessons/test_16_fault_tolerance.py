@@ -6,6 +6,7 @@ learner does.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections import Counter
@@ -22,7 +23,8 @@ from infra import errors
 from infra.runner import finish
 from teaching import checkpoints
 
-lesson = load_lesson("16_fault_tolerance")
+LESSON = "16_fault_tolerance"
+lesson = load_lesson(LESSON)
 
 # The windows of parts a and b (records R-0001..R-0024 of the lesson's seed), as the lesson
 # prints them.
@@ -206,9 +208,34 @@ def test_lesson_16_kills_its_child_twice_and_loses_nothing(course_home):
     ) in out
     assert "Delta table (txnAppId/txnVersion): rows lost: 0, rows duplicated: 0" in out
     assert "batch.write.json() (no batch id):  rows lost: 0, rows duplicated: 12" in out
-    assert re.search(
-        r"offsets/1:\n  v1\n  \{\"batchWatermarkMs\":\d+,.*\n  \{\"logOffset\":1\}", out
-    )
+    # Section 2: the checkpoint inspector (python course.py checkpoint) on the windows query.
+    windows = course_home / "checkpoints" / LESSON / "this-run" / "windows"
+    query_id = json.loads((windows / "metadata").read_text())["id"]
+    table = course_home / "output" / LESSON / "this-run" / "windows"
+    assert (
+        f"Checkpoint {windows}\n"
+        f"  query id        {query_id}\n"
+        "  offsets/        batches 0 1\n"
+        "  commits/        batches 0 1\n"
+        "  last committed  batch 1\n"
+        "  not committed   none\n"
+        # the newest event of part-a.json (batch 0), 10:31:58, less the 1-minute delay
+        "  watermark       2025-01-15 10:30:58 UTC (offsets/1)\n"
+    ) in out
+    assert (
+        "  source 0        file source, log offset 1\n"
+        "                  files read, by batch (sources/0/, 2 in all):\n"
+        "                  batch 0: part-a.json\n"
+        "                  batch 1: part-b.json\n"
+        "  state           stateful operators (state-metadata; rows: statestore)\n"
+        "                  id  operator        store    partitions  batches  rows\n"
+    ) in out
+    # one partition per core of the machine (common/session.py); 4 windows, none closed yet
+    assert re.search(r"\n                  0   stateStoreSave  default  \d +  0-1      4\n", out)
+    assert (
+        f"  sink            Delta table {table} (version 1)\n"
+        "                  this query's last transaction: batch 1 (txn version 1, table version 1)"
+    ) in out
     assert "killed twice: 4 windows; uninterrupted run: 4 windows; equal: True" in out
     assert "[STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE]" in out
     assert "a) a new checkpoint: all 28 records read again" in out
