@@ -28,6 +28,7 @@ What you'll see
     offsets/        batches 0 1
     commits/        batches 0 1
     last committed  batch 1
+    not committed   none
     watermark       2025-01-15 10:30:58 UTC (offsets/1)
     source 0        file source, log offset 1
                     files read, by batch (sources/0/, 2 in all): ...

@@ -9,7 +9,7 @@ Expected columns, in this order:
   value                  the line, as read
   transaction_id, user_id, amount, category, timestamp
                          the line's fields with the schema's types, as from_json parses them:
-                         null where a field is absent or its value does not fit the type
+                         null where a field is absent or its value cannot be read as that type
   quarantine_reason      why the line cannot be used, or null for a good transaction
 
 The reasons, checked in this order (the first that applies wins):
@@ -23,7 +23,9 @@ The reasons, checked in this order (the first that applies wins):
   "amount below 0"                    ...a negative amount
   "missing timestamp"
   "timestamp is not a date and time"  the timestamp is there, but Spark cannot read it
-category is optional: any value, or none, will do.
+category is optional: absent, null or any text will do. (Lesson 03 checks more: each value's
+JSON type, since from_json reads 7 into a text field as "7" without a word, so a category
+of 7 is "category is not a string" there; these lines need only the reasons above.)
 
 Input: a stream of lines, one string column ``value`` (what spark.readStream.format("text")
 gives; the check feeds the lines as JSON records {"value": "<line>"}).

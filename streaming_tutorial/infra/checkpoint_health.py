@@ -508,9 +508,10 @@ def missing_folders(
                 "commits/, the record of which batches the sink finished, is missing; Spark "
                 f"would silently run batch {newest} again.",
                 RESTORE.format(files="commits/")
-                + f" Without it, batch {newest} runs again: a sink that recognises a replayed "
-                "batch (Delta, the file sink) writes nothing twice, any other gets its rows "
-                "again.",
+                + f" Without a backup, create commits/ as an empty folder: batch {newest} then "
+                "runs again with the same input (its offsets are kept). A sink that recognises "
+                "a replayed batch (Delta, the file sink, a foreachBatch write keyed by batch id) "
+                f"writes nothing twice; any other sink gets batch {newest}'s rows again.",
                 False,
             )
         )

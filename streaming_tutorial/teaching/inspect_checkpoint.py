@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -691,7 +692,14 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 1
     sink = args.sink.resolve() if args.sink else None
-    print(report(folder, sink=sink, state=args.state), flush=True)
+    text = report(folder, sink=sink, state=args.state)
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        # The reader stopped early (python course.py checkpoint DIR | head): that is no error.
+        # Python flushes stdout once more at exit, which would fail the same way: send it to
+        # devnull first.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 

@@ -10,7 +10,9 @@ The checkpoints sit in a lesson's layout (``checkpoints/<lesson>/<query>`` besid
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,7 +22,7 @@ import pytest
 from lesson15_state_demos import session_conf
 from pyspark.sql import functions as F
 
-from conftest import iso_at
+from conftest import ROOT, iso_at
 from infra.runner import finish
 from teaching import checkpoints, inspect_checkpoint
 from teaching.microbatch import stream_batches, write_batches
@@ -390,6 +392,34 @@ def test_the_command_says_what_to_give_it(delta_checkpoint, tmp_path, capsys):
     assert "--sink names the sink of one query" in capsys.readouterr().err
     assert inspect_checkpoint.main([str(tmp_path / "data")]) == 0
     assert capsys.readouterr().out.startswith(f"No query checkpoint in {tmp_path / 'data'}")
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path):
+    """``python course.py checkpoint DIR | head``: the reader may close the pipe before the
+    report is written. The command then ends with exit 0 and nothing on stderr (no
+    BrokenPipeError traceback). The pipe's reading end is closed before the command starts, so
+    its one write always meets a closed pipe. --no-state: no Spark starts."""
+    # stdout buffered, as in a learner's terminal (PYTHONUNBUFFERED would hide a second
+    # failure: Python's flush of stdout at exit).
+    environment = {**os.environ, "STREAMING_COURSE_HOME": str(tmp_path)}
+    environment.pop("PYTHONUNBUFFERED", None)
+    reading_end, writing_end = os.pipe()
+    os.close(reading_end)
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "teaching.inspect_checkpoint", str(tmp_path), "--no-state"],
+            cwd=ROOT / "streaming_tutorial",
+            env=environment,
+            stdout=writing_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        os.close(writing_end)
+
+    assert result.stderr == ""
+    assert result.returncode == 0
 
 
 def test_course_py_runs_the_inspector_where_the_learner_is(

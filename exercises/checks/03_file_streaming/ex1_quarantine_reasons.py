@@ -61,9 +61,10 @@ EXERCISE = Exercise(
     output_mode="append",
     mirrors="03_file_streaming:parse_transactions",
     hints=[
-        "from_json never fails: a value that does not fit the schema comes back null. So null "
-        "alone cannot tell 'absent' from 'of the wrong type': parse the line twice, once with "
-        "the schema's types and once with every field as StringType, and compare.",
+        "from_json never fails: a value it cannot read as the field's type ('abc' as a "
+        "number) comes back null. So null alone cannot tell 'absent' from 'of the wrong type': "
+        "parse the line twice, once with the schema's types and once with every field as "
+        "StringType, and compare.",
         "F.from_json(F.col('value'), schema) for both parses; F.json_object_keys(F.col('value')) "
         "is null when the line is not a JSON object; a chain F.when(...).when(...) gives the "
         "first reason that applies (null when none does).",

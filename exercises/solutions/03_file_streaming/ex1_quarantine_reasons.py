@@ -49,7 +49,8 @@ def quarantine_reason() -> Column:
         .when(wrong_type("amount"), "amount is not a number")
         # The schema's metadata states the range: money is never negative ({"min": 0}).
         .when(amount < 0, "amount below 0")
-        # category is optional, and text: any value, or none, will do.
+        # category is optional: absent, null or any text will do. (Lesson 03 also quarantines
+        # a value of another JSON type, "category is not a string"; no line here has one.)
         .when(absent("timestamp"), "missing timestamp")
         .when(wrong_type("timestamp"), "timestamp is not a date and time")
     )
