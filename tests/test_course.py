@@ -171,6 +171,7 @@ def test_the_crash_lane_runs_only_when_an_m_expression_names_it():
         "test_16_fault_tolerance.py",
         "test_18_declarative_pipeline.py",
         "test_broker_outage.py",
+        "test_damaged_checkpoints.py",
         "test_exercises.py",
         "test_kill_cycles.py",
     ]

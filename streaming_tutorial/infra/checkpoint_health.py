@@ -315,6 +315,15 @@ def unreadable_fix(
     checkpoint: Path, log: str, file: Path, batch: int, newest: int | None, committed: int | None
 ) -> tuple[str, bool]:
     """(fix, safe) for a damaged entry: which files to remove or restore, and what it costs."""
+    if log == "sources" and (newest is None or batch > newest):
+        # A stop between the file source's log and offsets/: the batch was never planned.
+        return (
+            f"The file source logged the files of batch {batch}, but the batch was never planned "
+            f"(offsets/ has no entry {batch}). Remove {files_of(checkpoint, file)}: the source "
+            f"lists those files again as new, and batch {batch} reads them. Nothing is lost or "
+            "read twice.",
+            True,
+        )
     uncommitted = batch == newest and (committed is None or committed < batch)
     if log in ("offsets", "sources") and uncommitted:
         return replan_fix(checkpoint, batch)

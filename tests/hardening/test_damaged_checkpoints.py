@@ -106,6 +106,12 @@ def newest_file_list_cut_before_its_commit(checkpoint: Path) -> None:
     cut_short(checkpoint / "sources/0/2")
 
 
+def file_list_cut_before_its_batch_was_planned(checkpoint: Path) -> None:
+    # A stop after the file source logged batch 2's files, before offsets/2 was written.
+    remove(checkpoint, "commits/2", "commits/.2.crc", "offsets/2", "offsets/.2.crc")
+    cut_short(checkpoint / "sources/0/2")
+
+
 def committed_batch_offsets_removed(checkpoint: Path) -> None:
     remove(checkpoint, "offsets/2", "offsets/.2.crc")
 
@@ -172,6 +178,12 @@ CASES = {
         (checkpoint_health.UNREADABLE, "sources/0/2", True),
         "Safe fix: Batch 2 was planned but never committed. Remove offsets/2, offsets/.2.crc, "
         "sources/0/2 and sources/0/.2.crc: Spark plans batch 2 again",
+    ),
+    "file list cut before its batch was planned": (
+        file_list_cut_before_its_batch_was_planned,
+        (checkpoint_health.UNREADABLE, "sources/0/2", True),
+        "Safe fix: The file source logged the files of batch 2, but the batch was never planned "
+        "(offsets/ has no entry 2). Remove sources/0/2 and sources/0/.2.crc",
     ),
     "committed batch's offsets removed": (
         committed_batch_offsets_removed,
@@ -291,6 +303,19 @@ def test_an_uncommitted_cut_batch_removed_as_advised_is_read_once(home):
     stopped_with_advice(home)
 
     remove(home / QUERY, "offsets/2", "offsets/.2.crc")  # exactly what the advice names
+
+    assert what_it_read(home) == (
+        "Already read by earlier runs (the checkpoint's list): 2 file(s)",
+        "Read in this run: 1 file(s): transactions-0003.json",
+        "Old files read again: 0",
+    )
+
+
+def test_a_file_list_logged_before_its_batch_was_planned_removed_as_advised_is_read_once(home):
+    file_list_cut_before_its_batch_was_planned(home / QUERY)
+    stopped_with_advice(home)
+
+    remove(home / QUERY, "sources/0/2", "sources/0/.2.crc")  # exactly what the advice names
 
     assert what_it_read(home) == (
         "Already read by earlier runs (the checkpoint's list): 2 file(s)",
