@@ -324,6 +324,46 @@ def test_a_file_list_logged_before_its_batch_was_planned_removed_as_advised_is_r
     )
 
 
+def test_a_cut_file_list_and_its_plan_removed_as_advised_are_read_once(home):
+    newest_file_list_cut_before_its_commit(home / QUERY)
+    stopped_with_advice(home)
+
+    # exactly what the advice names
+    remove(home / QUERY, "offsets/2", "offsets/.2.crc", "sources/0/2", "sources/0/.2.crc")
+
+    assert what_it_read(home) == (
+        "Already read by earlier runs (the checkpoint's list): 2 file(s)",
+        "Read in this run: 1 file(s): transactions-0003.json",
+        "Old files read again: 0",
+    )
+
+
+def test_an_old_offsets_entry_removed_as_advised_reads_nothing_again(home):
+    old_offsets_cut(home / QUERY)
+    stopped_with_advice(home)
+
+    remove(home / QUERY, "offsets/0", "offsets/.0.crc")
+
+    assert what_it_read(home) == (
+        "Already read by earlier runs (the checkpoint's list): 3 file(s)",
+        "Read in this run: 0 file(s)",
+        "Old files read again: 0",
+    )
+
+
+def test_missing_commits_made_empty_as_advised_runs_only_the_newest_batch_again(home):
+    commits_removed(home / QUERY)
+    stopped_with_advice(home)
+
+    (home / QUERY / "commits").mkdir()  # the advice's way out without a backup
+
+    result = run_script(LESSON, "--available-now", home=home)
+    assert result.returncode == 0, result.stderr[-3000:]
+    # Only batch 2 (transactions-0003.json) runs again, the cost the advice states.
+    batches = re.findall(r"^Batch (\d+) · (\S+):", result.stdout, re.MULTILINE)
+    assert batches == [("2", "transactions-0003.json")]
+
+
 def test_a_stale_crc_removed_as_advised_reads_nothing_again(home):
     crc_out_of_step(home / QUERY)
     stopped_with_advice(home)
