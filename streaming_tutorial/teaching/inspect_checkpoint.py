@@ -48,6 +48,7 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlparse
 
 from common import paths
+from infra import checkpoint_health
 from teaching import checkpoints, state_reader
 
 LABEL_WIDTH = 16  # the width of the labels on the left of each line
@@ -559,13 +560,7 @@ def sink_lines(checkpoint: Path, query_id: str | None, sink: Path | None) -> lis
 
 def damage_lines(checkpoint: Path) -> list[str]:
     """What ``infra.checkpoint_health.diagnose`` finds damaged, with its safe way out."""
-    try:
-        from infra.checkpoint_health import diagnose
-    except ModuleNotFoundError as missing:
-        if missing.name == "infra.checkpoint_health":
-            return []  # a course without the diagnosis: nothing to add
-        raise
-    damages = diagnose(checkpoint)
+    damages = checkpoint_health.diagnose(checkpoint)
     if not damages:
         return [line("damage", "none found")]
     lines = []

@@ -23,6 +23,7 @@ from lesson15_state_demos import session_conf
 from pyspark.sql import functions as F
 
 from conftest import ROOT, iso_at
+from infra import checkpoint_health
 from infra.runner import finish
 from teaching import checkpoints, inspect_checkpoint
 from teaching.microbatch import stream_batches, write_batches
@@ -68,7 +69,7 @@ def report_lines(text: str) -> list[str]:
 
 
 def without_damage(lines: list[str]) -> list[str]:
-    """The report before its damage section (infra.checkpoint_health's, when the course has it)."""
+    """The report before its damage section (infra.checkpoint_health's)."""
     for index, text in enumerate(lines):
         if text.startswith("  damage"):
             assert lines[index:] == ["  damage          none found"], lines[index:]
@@ -307,7 +308,7 @@ def test_the_damage_section_prints_what_checkpoint_health_finds(
             ),
         ]
 
-    monkeypatch.setitem(sys.modules, "infra.checkpoint_health", SimpleNamespace(diagnose=diagnose))
+    monkeypatch.setattr(checkpoint_health, "diagnose", diagnose)
 
     lines = report_lines(inspect_checkpoint.report(where.checkpoint))
 
