@@ -6,14 +6,17 @@ What you'll learn
     another grouping key is refused (and the ways out).
   - For contrast: a ``batch.write`` in foreachBatch that ignores the batch id writes rows twice
     (Spark's own file sink does not); a socket loses lines.
+  - foreach after a kill: a ForeachWriter that skips a (partition, epoch) it wrote loses rows
+    when the replay splits the epoch otherwise; one keyed by the record id does not.
   - What each sink guarantees when a batch runs again: files and Delta exactly-once, Kafka
-    at-least-once, foreachBatch and foreach only when made idempotent, memory and console not.
+    at-least-once, foreachBatch keyed by query + batch id, foreach by a key from the data,
+    memory and console not.
 
 Run
   python streaming_tutorial/16_fault_tolerance.py
   It writes its own input (records R-0001..., a fixed seed), runs the queries in a child process,
-  kills it with SIGKILL twice (logs: output/16_fault_tolerance/this-run/logs), then restarts them
-  itself.
+  kills it with SIGKILL three times (logs: output/16_fault_tolerance/this-run/logs), then restarts
+  them itself.
 
 Practise
   python course.py exercises check 16.1   A sink that survives kill -9 (survive)
@@ -43,20 +46,32 @@ What you'll see
   A restart on the same checkpoint, once a line arrives, starts, then fails (query.exception()):
     Offsets committed out of order: 1 followed by -1 SQLSTATE: XXKST
   ...
-    sink                   after a replay      how
-    files                  exactly-once        _spark_metadata lists each batch's files
-    Delta                  exactly-once        its log holds (query id, batch id)
+  epoch 0 in the child, spark.sql.files.maxPartitionBytes 584:
+    partition 0 = R-0001..R-0007, partition 1 = R-0008..R-0012
+  kill 3, after partition 0 of epoch 0 wrote 7 rows, before partition 1 did
+  epoch 0 again, in this process, with Spark's default split:
+    partition 0 = R-0001..R-0012
+  ForeachWriter guarded by (partition, epoch): rows lost: 5, rows duplicated: 0
+    lost for good: R-0008, R-0009, R-0010, R-0011, R-0012
+  ForeachWriter keyed by record_id:            rows lost: 0, rows duplicated: 0
+    sink               after a replay      how
+    files              exactly-once        _spark_metadata lists each batch's files
+    Delta              exactly-once        its log holds (query id, batch id)
   ...
 """
 
 from __future__ import annotations
 
 import argparse
+import sqlite3
+import sys
+from contextlib import closing
 from pathlib import Path
 from types import SimpleNamespace
 
 import lesson16_crash_harness as crash
-from pyspark.sql import DataFrame
+from pyspark import cloudpickle
+from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
@@ -94,14 +109,33 @@ WATERMARK = "1 minute"
 WAIT_FOR_KILL = {"processingTime": "36500 days"}
 AVAILABLE_NOW = {"availableNow": True}
 SOCKET_TRIGGER = "200 milliseconds"  # the socket query looks for new lines this often
-# What each sink guarantees when Spark runs a batch again after a failure (section 6).
+# What each sink guarantees when Spark runs a batch again after a failure (section 7).
 SINK_GUARANTEES = [
     ("files", "exactly-once", "_spark_metadata lists each batch's files"),
     ("Delta", "exactly-once", "its log holds (query id, batch id)"),
     ("Kafka, both modes", "at-least-once", "a replay sends again: dedupe by key"),
-    ("foreachBatch, foreach", "at-least-once", "exactly-once if keyed by query + batch id"),
+    ("foreachBatch", "at-least-once", "exactly-once if keyed by query + batch id"),
+    ("foreach", "at-least-once", "idempotent if keyed by the data (section 6)"),
     ("memory, console", "not fault-tolerant", "nothing survives the process"),
 ]
+# Section 7: writeStream.foreach after a kill. The file Spark splits into partitions.
+FOREACH_PART = "a"
+# Before the kill the child reads that file in two partitions: it caps each split at half the
+# file (spark.sql.files.maxPartitionBytes). The replay runs with Spark's default cap, 128 MB: one.
+SPLIT_BYTES_CONF = "spark.sql.files.maxPartitionBytes"
+# The child's foreach tasks: partition 0 stops after it wrote epoch 0, partition 1 before.
+FOREACH_PAUSES = "foreach-part0@after-sink:0,foreach-part1@before-sink:0"
+SQLITE_TIMEOUT = 30  # seconds a writer waits for another task's transaction on the same file
+# The (partition, epoch) guard's tables: the rows, and the (partition, epoch) pairs it wrote.
+GUARDED_ROWS = "CREATE TABLE IF NOT EXISTS events (record_id TEXT NOT NULL, amount REAL NOT NULL)"
+WRITTEN_PARTITIONS = """CREATE TABLE IF NOT EXISTS written_partitions (
+    partition_id INTEGER NOT NULL, epoch_id INTEGER NOT NULL,
+    PRIMARY KEY (partition_id, epoch_id))"""
+# The data-keyed writer's table: one row per record id, whichever task brings it.
+KEYED_ROWS = "CREATE TABLE IF NOT EXISTS events (record_id TEXT PRIMARY KEY, amount REAL NOT NULL)"
+INSERT_ONCE = (
+    "INSERT INTO events (record_id, amount) VALUES (?, ?) ON CONFLICT (record_id) DO NOTHING"
+)
 
 
 def read_records(spark, folder: Path) -> DataFrame:
@@ -149,7 +183,7 @@ def write_events(batch: DataFrame, batch_id: int, where) -> None:
         .save(paths.uri(where.events))
     )
     # A plain batch file append knows no batch id: a replayed batch adds its rows again. (Spark's
-    # streaming file sink, writeStream.format("json"), would not: see section 6.)
+    # streaming file sink, writeStream.format("json"), would not: see section 7.)
     batch.write.mode("append").json(paths.uri(where.plain))
     batch.unpersist()
 
@@ -248,6 +282,155 @@ def start_lines(spark, server: crash.LineServer, seen: list, checkpoint: Path) -
     )
 
 
+# writeStream.foreach: one row at a time, on the executors. Two writers into SQLite.
+
+
+class PartitionEpochGuard:
+    """A ForeachWriter that skips a (partition, epoch) it wrote before: the replay guard that
+    pyspark 4.2's foreach docstring still suggests. It holds only if a replayed epoch is split
+    into the same partitions, which nothing promises: section 7 breaks it."""
+
+    def __init__(self, database: Path):
+        self.database = str(database)
+
+    def open(self, partition_id: int, epoch_id: int) -> bool:
+        self.written = (partition_id, epoch_id)
+        self.rows = []
+        with closing(sqlite3.connect(self.database, timeout=SQLITE_TIMEOUT)) as db:
+            with db:  # one transaction
+                db.execute(GUARDED_ROWS)
+                db.execute(WRITTEN_PARTITIONS)
+            seen = db.execute(
+                "SELECT 1 FROM written_partitions WHERE partition_id = ? AND epoch_id = ?",
+                self.written,
+            ).fetchone()
+        # False: Spark skips this task's rows, whatever rows the partition holds this time.
+        self.writing = seen is None
+        return self.writing
+
+    def process(self, row: Row) -> None:
+        self.rows.append((row.record_id, row.amount))
+
+    def close(self, error: BaseException | None) -> None:
+        if error is not None or not self.writing:
+            return
+        with closing(sqlite3.connect(self.database, timeout=SQLITE_TIMEOUT)) as db:
+            with db:  # the rows and the (partition, epoch) mark: both or neither
+                db.executemany("INSERT INTO events (record_id, amount) VALUES (?, ?)", self.rows)
+                db.execute(
+                    "INSERT INTO written_partitions (partition_id, epoch_id) VALUES (?, ?)",
+                    self.written,
+                )
+
+
+class RecordKeyedWriter:
+    """A ForeachWriter keyed by the data: a record id already in the table is not written again,
+    whichever partition, epoch or run brings it. At-least-once delivery, written once."""
+
+    def __init__(self, database: Path):
+        self.database = str(database)
+
+    def open(self, partition_id: int, epoch_id: int) -> bool:
+        # partition_id and epoch_id say which task this is (for a log line); they are no key.
+        self.rows = []
+        return True
+
+    def process(self, row: Row) -> None:
+        self.rows.append((row.record_id, row.amount))
+
+    def close(self, error: BaseException | None) -> None:
+        if error is not None:
+            return  # Spark retries the task (or replays the epoch): its rows come again
+        with closing(sqlite3.connect(self.database, timeout=SQLITE_TIMEOUT)) as db:
+            with db:
+                db.execute(KEYED_ROWS)
+                db.executemany(INSERT_ONCE, self.rows)
+
+
+class BothWriters:
+    """One foreach sink that hands every call to several writers, so they see the very same
+    partitions of the very same epochs: only their keys differ."""
+
+    def __init__(self, *writers):
+        self.writers = writers
+
+    def open(self, partition_id: int, epoch_id: int) -> bool:
+        self.wanted = [writer.open(partition_id, epoch_id) for writer in self.writers]
+        return any(self.wanted)
+
+    def process(self, row: Row) -> None:
+        for writer, wanted in zip(self.writers, self.wanted, strict=True):
+            if wanted:
+                writer.process(row)
+
+    def close(self, error: BaseException | None) -> None:
+        for writer in self.writers:
+            writer.close(error)
+
+
+def start_foreach(spark, where, pausable: bool = False) -> StreamingQuery:
+    """The foreach query: section 7's input to both writers, row by row on the executors."""
+    writer = BothWriters(
+        PartitionEpochGuard(where.output / "foreach_guard.db"),
+        RecordKeyedWriter(where.output / "foreach_keyed.db"),
+    )
+    if pausable:  # in the child: its tasks stop where the lesson kills it
+        writer = crash.PausableWriter(writer, "foreach")
+    send_writers_by_value()
+    return (
+        read_records(spark, where.foreach_input)
+        # An instance: Spark calls open(partition_id, epoch_id), process(row), close(error) in
+        # every task, on a fresh copy of it.
+        .writeStream.foreach(writer)
+        .option("checkpointLocation", paths.uri(where.checkpoints / "foreach"))
+        .trigger(availableNow=True)
+        .start()
+    )
+
+
+def send_writers_by_value() -> None:
+    """Imported (the tests), this file is a module Python workers cannot import (its name starts
+    with a digit): have cloudpickle send the writers by value, as for __main__."""
+    if __name__ != "__main__":
+        cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+def split_bytes(file: Path) -> int:
+    """Half the file, rounded up: a cap on Spark's splits that reads it in two partitions."""
+    return -(-file.stat().st_size // 2)
+
+
+def foreach_after_a_kill(spark, where, child) -> None:
+    """Section 6: epoch 0 written in two partitions, a kill between them, a replay in one."""
+    first, count = PARTS[FOREACH_PART]
+    records = crash.numbered_records(first, count, seed=SEED, base_time=config.BASE_EVENT_TIME)
+    file = crash.write_records(where.foreach_input, f"part-{FOREACH_PART}.json", records)
+    split = split_bytes(file)
+    spark.conf.set(SPLIT_BYTES_CONF, split)
+    before = crash.partition_ranges(spark.read.schema(SCHEMA).json(paths.uri(where.foreach_input)))
+    spark.conf.unset(SPLIT_BYTES_CONF)
+    print(f"epoch 0 in the child, {SPLIT_BYTES_CONF} {split}:\n  {before}")
+    with child(
+        "3-foreach", "--child", "foreach", "--split-bytes", str(split), pause_at=FOREACH_PAUSES
+    ) as process:
+        process.wait_for_marker("after-sink", 0, "foreach-part0")
+        written = len(crash.sqlite_ids(where.output / "foreach_guard.db"))
+        print(f"kill 3, after partition 0 of epoch 0 wrote {written} rows, before partition 1 did")
+        process.kill()
+    again = crash.partition_ranges(spark.read.schema(SCHEMA).json(paths.uri(where.foreach_input)))
+    print(f"epoch 0 again, in this process, with Spark's default split:\n  {again}")
+    finish([start_foreach(spark, where)])
+    wanted = [record["record_id"] for record in records]
+    guarded = crash.sqlite_ids(where.output / "foreach_guard.db")
+    keyed = crash.sqlite_ids(where.output / "foreach_keyed.db")
+    lost = sorted(set(wanted) - set(guarded))
+    print(
+        f"ForeachWriter guarded by (partition, epoch): {crash.tally(wanted, guarded)}\n"
+        f"  lost for good: {', '.join(lost) or 'none'}\n"
+        f"ForeachWriter keyed by record_id:            {crash.tally(wanted, keyed)}"
+    )
+
+
 def read_ids(spark, where) -> tuple[list, list]:
     """The record ids the Delta table holds and those the plain JSON files hold, one per row."""
     delta = spark.read.format("delta").load(paths.uri(where.events)).select("record_id")
@@ -297,6 +480,7 @@ def run_folders(args) -> SimpleNamespace:
         plain=output / "plain",
         windows=output / "windows",
         logs=output / "logs",
+        foreach_input=output / "foreach_input",
         checkpoints=checkpoint_root(LESSON, args) / "this-run",
     )
 
@@ -304,9 +488,14 @@ def run_folders(args) -> SimpleNamespace:
 def main(argv: list[str] | None = None) -> None:
     parser = cli.lesson_parser(__doc__, simulator=False)
     # The process we kill: this file again, with --child.
-    parser.add_argument("--child", choices=("wait", "finish"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=("wait", "finish", "foreach"), help=argparse.SUPPRESS)
+    parser.add_argument("--split-bytes", type=int, help=argparse.SUPPRESS)  # --child foreach
     args = parser.parse_args(argv)
     where = run_folders(args)
+    if args.child == "foreach":  # in the child: the foreach query, split small, until killed
+        with lesson_session(LESSON, args) as spark:
+            spark.conf.set(SPLIT_BYTES_CONF, args.split_bytes)
+            return finish([start_foreach(spark, where, pausable=True)])
     if args.child:  # in the child: run both queries until killed ("wait") or done ("finish")
         if args.child == "wait":
             trigger = WAIT_FOR_KILL
@@ -412,18 +601,39 @@ def main(argv: list[str] | None = None) -> None:
             a new one it runs, but what was sent while no query listened is gone. Use files or
             Kafka.""")
 
-        banner("6. What each sink guarantees when a batch runs again")
+        banner(
+            "6. foreach after a kill: a (partition, epoch) guard loses rows, a record id does not"
+        )
+        say("""writeStream.foreach calls a writer's open(partition_id, epoch_id), process(row) and
+            close(error) in every task. pyspark 4.2's docstring says a (partition, epoch) holds
+            the same rows every time it runs, so open() may skip one it wrote before. Spark's
+            own Scala docs of ForeachWriter say the opposite since Spark 3.0 (SPARK-28650): a
+            replayed epoch may be split into other partitions (another core count, another
+            file split, other executors). Both writers below get the same rows from one query;
+            the child splits the file in two and is killed between its two partitions; the
+            replay here splits it as Spark does by default.""")
+        foreach_after_a_kill(spark, where, child)
+        say("""The replay's partition 0 held every row. The guard found (0, 0) among the pairs
+            it wrote and skipped the partition: the rows that were in partition 1 before the
+            kill are lost for good, and the query reports success. Had the replay been split
+            finer, the guard would have written some rows twice instead. The writer keyed by
+            record_id wrote each record once, whatever the split: foreach is at-least-once,
+            and only a key from the data (an event id, with an upsert or INSERT ... ON CONFLICT
+            DO NOTHING) makes it idempotent. For exactly-once per batch, write in foreachBatch,
+            where one transaction can hold the whole batch and its batch id (lesson 10).""")
+
+        banner("7. What each sink guarantees when a batch runs again")
         narration.print_table(("sink", "after a replay", "how"), SINK_GUARANTEES)
         say("""A restart re-runs the last uncommitted batch with the same input (section 2), so
             after a failure a sink may be given a batch twice. Spark's file sink and Delta sink
             skip a batch id they already hold. The Kafka sink cannot take a message back, in
             micro-batches and in real-time mode alike (lesson 13): readers dedupe by key.
-            foreachBatch and foreach are at-least-once unless you key each write by the query
-            id and the batch id: Delta's txnAppId/txnVersion as in section 1, or lesson 10's
-            database upsert that records the batch id in the same transaction; a ForeachWriter
-            gets the batch id as open(partition_id, epoch_id) and may skip a partition and
-            epoch it already wrote. The memory and console sinks keep nothing across a restart
-            (a memory table in complete mode is rebuilt from the query's state: lesson 17).""")
+            foreachBatch is at-least-once unless you key each write by the query id and the
+            batch id: Delta's txnAppId/txnVersion as in section 1, or lesson 10's database
+            upsert that records the batch id in the same transaction. foreach is at-least-once
+            and becomes idempotent only by a key from the data (section 6): its (partition,
+            epoch) is no key. The memory and console sinks keep nothing across a restart (a
+            memory table in complete mode is rebuilt from the query's state: lesson 17).""")
 
 
 if __name__ == "__main__":

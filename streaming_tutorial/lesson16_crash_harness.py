@@ -17,7 +17,9 @@ blocks, and the parent, which waited for that marker, kills it::
         child.kill()
 
 Points: ``before-sink`` (the batch is planned, its offsets are logged, the sink has not
-run) and ``after-sink`` (the sink has written, Spark has not yet committed the batch).
+run) and ``after-sink`` (the sink has written, Spark has not yet committed the batch). A
+``writeStream.foreach`` writer pauses per partition instead: wrapped in
+:class:`PausableWriter`, its task for one partition stops in open(), while the others write.
 ``tally`` then counts, by a unique record id, the rows a restarted query lost or
 wrote twice.
 """
@@ -29,18 +31,21 @@ import os
 import random
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
 import time
 from collections import Counter
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
-from common import storage
+from pyspark.sql import functions as F
+
+from common import paths, storage
 from common.timestamps import iso
 from infra import files, runner
 from infra.errors import CourseError
@@ -116,6 +121,33 @@ def pausable(handler: Callable, label: str = "") -> Callable:
 
     run.__name__ = getattr(handler, "__name__", "run")
     return run
+
+
+class PausableWriter:
+    """A ForeachWriter around ``writer`` that may pause a partition's task before its open()
+    or after its close() (see ``pause_here``).
+
+    The label of partition p is ``<label>-part<p>``: "foreach-part1@before-sink:0" pauses the
+    task of partition 1 of epoch 0, on an executor, before it writes anything, while the other
+    tasks run on. Its Python worker imports this module: the child needs ``streaming_tutorial``
+    on PYTHONPATH (ChildRuns gives it).
+    """
+
+    def __init__(self, writer, label: str) -> None:
+        self.writer = writer
+        self.label = label
+
+    def open(self, partition_id: int, epoch_id: int) -> bool:
+        self.task = (epoch_id, f"{self.label}-part{partition_id}")
+        pause_here("before-sink", *self.task)
+        return self.writer.open(partition_id, epoch_id)
+
+    def process(self, row) -> None:
+        self.writer.process(row)
+
+    def close(self, error: BaseException | None) -> None:
+        self.writer.close(error)
+        pause_here("after-sink", *self.task)
 
 
 # --- in the parent ------------------------------------------------------------------------
@@ -289,6 +321,11 @@ def child_process(
             child.kill()
 
 
+def python_path() -> str:
+    """PYTHONPATH with the course's modules (streaming_tutorial/) first, then any the caller had."""
+    return os.pathsep.join(filter(None, [str(paths.LESSONS_DIR), os.environ.get("PYTHONPATH")]))
+
+
 def python_command(script: Path, *args: str) -> list[str]:
     """Run ``script`` with this interpreter (the course's venv)."""
     return [sys.executable, str(script), *args]
@@ -360,6 +397,27 @@ def tally(input_ids: Iterable[str], output_ids: Iterable[str]) -> Tally:
     )
 
 
+def sqlite_ids(database: Path) -> list[str]:
+    """The record ids a SQLite sink's ``events`` table holds, one per row (none before its first
+    write)."""
+    if not database.exists():
+        return []
+    with closing(sqlite3.connect(database)) as db:
+        return [record_id for (record_id,) in db.execute("SELECT record_id FROM events")]
+
+
+def partition_ranges(records) -> str:
+    """Which records each partition of a batch DataFrame holds, as the session splits its
+    files now: "partition 0 = R-0001..R-0006, partition 1 = R-0007..R-0012"."""
+    ranges = (
+        records.groupBy(F.spark_partition_id().alias("partition"))
+        .agg(F.min("record_id").alias("first"), F.max("record_id").alias("last"))
+        .orderBy("partition")
+        .collect()
+    )
+    return ", ".join(f"partition {number} = {first}..{last}" for number, first, last in ranges)
+
+
 def logged_batches(checkpoint: Path) -> str:
     """What a checkpoint's offsets/ and commits/ hold right now, e.g. "offsets/ 0 1, commits/ 0"."""
     return ", ".join(
@@ -388,6 +446,8 @@ class ChildRuns:
             self.logs / f"{name}.log",
             self.logs / "markers",
             pause_at=pause_at,
+            # The child's Python workers (a PausableWriter runs in them) import this module.
+            env={"PYTHONPATH": python_path()},
         )
 
     @classmethod

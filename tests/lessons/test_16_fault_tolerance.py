@@ -189,6 +189,48 @@ def processes_using(home: Path) -> list[str]:
     return found
 
 
+def write_task(writer, partition_id, epoch_id, rows, error=None):
+    """What pyspark 4.2 does with a ForeachWriter in one task (DataStreamWriter.foreach):
+    open(); process() each row only if open() returned true; close() with the task's error."""
+    if writer.open(partition_id, epoch_id):
+        for row in rows:
+            writer.process(row)
+    writer.close(error)
+
+
+def test_a_replay_split_otherwise_loses_rows_behind_a_partition_epoch_guard_not_a_record_key(
+    tmp_path,
+):
+    from pyspark.sql import Row
+
+    rows = [Row(record_id=f"R-{n:04d}", amount=float(n)) for n in range(1, 7)]
+    guard = lesson.PartitionEpochGuard(tmp_path / "guard.db")
+    keyed = lesson.RecordKeyedWriter(tmp_path / "keyed.db")
+    both = lesson.BothWriters(guard, keyed)
+
+    # Epoch 0 in two partitions; the process dies after partition 0, before partition 1.
+    write_task(both, 0, 0, rows[:3])
+    # A failed task of partition 1: neither writer keeps anything of it.
+    write_task(both, 1, 0, rows[3:4], error=RuntimeError("killed"))
+    assert crash.sqlite_ids(tmp_path / "guard.db") == ["R-0001", "R-0002", "R-0003"]
+    assert crash.sqlite_ids(tmp_path / "keyed.db") == ["R-0001", "R-0002", "R-0003"]
+
+    # The replay splits epoch 0 into ONE partition: the guard skips all of it.
+    write_task(both, 0, 0, rows)
+    assert crash.tally(
+        [row.record_id for row in rows], crash.sqlite_ids(tmp_path / "guard.db")
+    ) == crash.Tally(lost=3, duplicated=0, unexpected=0)
+    assert sorted(crash.sqlite_ids(tmp_path / "keyed.db")) == [row.record_id for row in rows]
+
+    # A replay split into three: the guard writes partition 1's and 2's rows, some a second time.
+    write_task(both, 1, 0, rows[2:4])
+    write_task(both, 2, 0, rows[4:])
+    assert Counter(crash.sqlite_ids(tmp_path / "guard.db")) == Counter(
+        ["R-0001", "R-0002", "R-0003", "R-0003", "R-0004", "R-0005", "R-0006"]
+    )
+    assert sorted(crash.sqlite_ids(tmp_path / "keyed.db")) == [row.record_id for row in rows]
+
+
 # The full-length run (about a minute on 2 cores) belongs to the crash lane
 # ('python course.py test -m crash', which CI runs) and to the tour, not to every test run.
 @pytest.mark.smoke
@@ -245,17 +287,40 @@ def test_lesson_16_kills_its_child_twice_and_loses_nothing(course_home):
     )
     assert "Delta found (query id, 1) in its log and skipped it" in prose(out)
     assert 'writeStream.format("json") is exactly-once by itself' in prose(out)
+    # Section 6: epoch 0 split in two by the child, killed between its partitions, replayed in
+    # one partition here. Part a's 12 records: the split falls after R-0007.
     assert (
-        "  sink                   after a replay      how\n"
-        "  files                  exactly-once        _spark_metadata lists each batch's files\n"
-        "  Delta                  exactly-once        its log holds (query id, batch id)\n"
-        "  Kafka, both modes      at-least-once       a replay sends again: dedupe by key\n"
-        "  foreachBatch, foreach  at-least-once       exactly-once if keyed by query + batch id\n"
-        "  memory, console        not fault-tolerant  nothing survives the process\n"
+        "epoch 0 in the child, spark.sql.files.maxPartitionBytes 584:\n"
+        "  partition 0 = R-0001..R-0007, partition 1 = R-0008..R-0012\n"
+        "kill 3, after partition 0 of epoch 0 wrote 7 rows, before partition 1 did\n"
+        "epoch 0 again, in this process, with Spark's default split:\n"
+        "  partition 0 = R-0001..R-0012\n"
+        "ForeachWriter guarded by (partition, epoch): rows lost: 5, rows duplicated: 0\n"
+        "  lost for good: R-0008, R-0009, R-0010, R-0011, R-0012\n"
+        "ForeachWriter keyed by record_id:            rows lost: 0, rows duplicated: 0\n"
+    ) in out
+    foreach = course_home / "output" / LESSON / "this-run"
+    guarded = crash.sqlite_ids(foreach / "foreach_guard.db")
+    keyed = crash.sqlite_ids(foreach / "foreach_keyed.db")
+    assert sorted(guarded) == ids_of("a")[:7]  # partition 0 of the child, never partition 1
+    assert sorted(keyed) == ids_of("a")  # every record, once
+    assert (
+        "  sink               after a replay      how\n"
+        "  files              exactly-once        _spark_metadata lists each batch's files\n"
+        "  Delta              exactly-once        its log holds (query id, batch id)\n"
+        "  Kafka, both modes  at-least-once       a replay sends again: dedupe by key\n"
+        "  foreachBatch       at-least-once       exactly-once if keyed by query + batch id\n"
+        "  foreach            at-least-once       idempotent if keyed by the data (section 6)\n"
+        "  memory, console    not fault-tolerant  nothing survives the process\n"
     ) in out
     logs = course_home / "output" / "16_fault_tolerance" / "this-run" / "logs"
-    assert sorted(path.name for path in logs.glob("*.log")) == ["1-wait.log", "2-after-sink.log"]
+    assert sorted(path.name for path in logs.glob("*.log")) == [
+        "1-wait.log",
+        "2-after-sink.log",
+        "3-foreach.log",
+    ]
     assert "paused at events@after-sink of batch 1" in (logs / "2-after-sink.log").read_text()
+    assert "paused at foreach-part0@after-sink of batch 0" in (logs / "3-foreach.log").read_text()
     assert processes_using(course_home) == []  # no child, no JVM outlived the lesson
 
 
