@@ -10,11 +10,13 @@ What you'll learn
   - Spark's JDBC writer cannot add to totals; a JDBC connection on the driver, in one
     transaction, can (``INSERT ... ON CONFLICT ... DO UPDATE``: SQLite and PostgreSQL).
   - ``foreach`` hands your code one ROW at a time, on the executors: a function
-    (``.foreach(save_alert)``), or a ForeachWriter with ``open(partition_id, epoch_id)``,
-    ``process(row)`` and ``close(error)``. ``open`` returns False for a (query id, partition,
-    epoch) already written, so a replayed epoch writes nothing. foreach is the general-purpose
-    sink of real-time mode (in Spark 4.2 that mode refuses foreachBatch); in micro-batch mode
-    foreachBatch costs less per row.
+    (``.foreach(save_alert)``), or a ForeachWriter whose ``open(partition_id, epoch_id)`` opens
+    a connection and a transaction per partition, ``process(row)`` inserts a row and
+    ``close(error)`` commits or rolls back. foreach is at-least-once, and a replayed epoch may
+    come back split into other partitions: a writer is idempotent by a key from the data (the
+    event id: ``INSERT ... ON CONFLICT (event_id) DO NOTHING``), never by skipping a (partition,
+    epoch). foreach is the general-purpose sink of real-time mode (in Spark 4.2 that mode
+    refuses foreachBatch); in micro-batch mode foreachBatch costs less per row.
 
 Run
   python streaming_tutorial/10_foreach_batch.py                   # SQLite file, alerts as files
@@ -47,28 +49,27 @@ What you'll see
   batch 1 (again): 60 events -> Delta skipped (txnVersion 1 already committed) | database ...
   Delta rows: 80 -> 80; database purchases: 11 -> 11; alert lines: 3 -> 3
   ...
-  ForeachWriter -> output/10_foreach_batch/alerts_foreach_writer/<query id>: 4 files, 3 alerts
-    file                          alerts
-    epoch-000000-part-00000.json  1
-    epoch-000000-part-00001.json  0
-    epoch-000000-part-00002.json  2
-    epoch-000000-part-00003.json  0
+  ForeachWriter -> output/10_foreach_batch/alerts_foreach_writer.db: 3 alerts, one row per event id
+    epoch  partition  rows  new
+    0      0          3     3
+    0      1          0     0
   Function form -> output/10_foreach_batch/alerts_foreach_function: 3 files, one per alert
   Deleted the last commit of both foreach queries: to Spark, epoch 0 never finished.
-  ForeachWriter: 4 -> 4 files, 0 written again, 0 with other text
+  ForeachWriter: 3 -> 3 alerts, 0 changed; the replay's 2 tasks got 3 rows, 0 new
   Function form: 3 -> 3 files, 3 written again, 0 with other text
 """
 
 from __future__ import annotations
 
 import os
+import sqlite3
 import sys
-from contextlib import nullcontext
+from contextlib import closing, nullcontext
 from pathlib import Path
 from typing import Sequence
 
 from delta.tables import DeltaTable
-from pyspark import TaskContext, cloudpickle
+from pyspark import cloudpickle
 from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
@@ -94,7 +95,6 @@ LESSON = "10_foreach_batch"
 DEFAULT_DURATION = 60
 TRIGGER_INTERVAL = "3 seconds"
 ALERT_THRESHOLD = 500.0  # a purchase worth at least this much (price x quantity) raises an alert
-SHOW_FILES = 4  # the ForeachWriter's newest files, listed in section 4
 SIMULATOR = ("ecommerce", "generate_ecommerce_events.py", ["--count", "4", "--interval", "3"])
 # The replay guard: one row per (query id, batch id) whose writes the database committed.
 APPLIED_BATCHES = """CREATE TABLE IF NOT EXISTS applied_batches (
@@ -118,14 +118,29 @@ ADD_TO_CATEGORY = """INSERT INTO category_sales (category, purchases, units, rev
     units = category_sales.units + excluded.units,
     revenue = category_sales.revenue + excluded.revenue,
     last_batch = excluded.last_batch"""
-# writeStream.foreach's two sinks: their output folders under output/10_foreach_batch/, and
-# their checkpoints under checkpoints/10_foreach_batch/.
-FOREACH_WRITER = "alerts_foreach_writer"  # the ForeachWriter: <query id>/<EPOCH_FILE>
+# writeStream.foreach's two sinks: their outputs under output/10_foreach_batch/, and their
+# checkpoints under checkpoints/10_foreach_batch/.
+FOREACH_WRITER = "alerts_foreach_writer"  # the ForeachWriter: the SQLite file <FOREACH_WRITER>.db
 FOREACH_FUNCTION = "alerts_foreach_function"  # the function form: <event id>.json
-# One file per partition of an epoch: its name is the writer's replay guard.
-EPOCH_FILE = "epoch-{epoch:06d}-part-{partition:05d}.json"
-# The local property Spark sets on every job of a streaming query: its id, kept in the checkpoint.
-QUERY_ID_PROPERTY = "sql.streaming.queryId"
+# The ForeachWriter's alerts, keyed by the event id: a second insert of an alert changes nothing.
+ALERTS_TABLE = """CREATE TABLE IF NOT EXISTS alerts (
+    event_id TEXT PRIMARY KEY,
+    alert TEXT NOT NULL)"""
+INSERT_ALERT = (
+    "INSERT INTO alerts (event_id, alert) VALUES (?, ?) ON CONFLICT (event_id) DO NOTHING"
+)
+# One row per task the writer committed: the rows its (epoch, partition) got, and how many of
+# them were new. A log to read, not a replay guard (see AlertTableWriter.open).
+TASKS_TABLE = """CREATE TABLE IF NOT EXISTS writer_tasks (
+    epoch_id INTEGER NOT NULL,
+    partition_id INTEGER NOT NULL,
+    received INTEGER NOT NULL,
+    inserted INTEGER NOT NULL)"""
+LOG_TASK = (
+    "INSERT INTO writer_tasks (epoch_id, partition_id, received, inserted) VALUES (?, ?, ?, ?)"
+)
+# SQLite lets one transaction write at a time: a task waits this long for the others' commits.
+SQLITE_TIMEOUT_SECONDS = 60
 
 
 def read_events(spark, folder: Path) -> DataFrame:
@@ -188,7 +203,8 @@ def write_batch(
     Alerts go to the Kafka topic when ``bootstrap`` names a broker, to files otherwise.
     """
     # The query's id, from the checkpoint: with the batch id it names this batch's output for
-    # good, so a replay after a crash is recognised (common/batch_ids.py). A NEW checkpoint gets
+    # good, so a replay after a crash is recognised (common/batch_ids.py; it reads the id through
+    # sparkContext, which classic Spark has and Spark Connect does not). A NEW checkpoint gets
     # a new query id and batch ids from 0 again: with a fixed app id, Delta would silently skip
     # every batch up to the old highest id.
     app_id = app_id or query_id(batch)
@@ -381,17 +397,17 @@ def build_alert_messages(events: DataFrame, threshold: float = ALERT_THRESHOLD) 
     )
 
 
-def start_alert_writer(alerts: DataFrame, checkpoint: Path, trigger: dict, folder: Path):
-    """Hand each alert to an AlertFileWriter: one copy per partition and epoch, on the
+def start_alert_writer(alerts: DataFrame, checkpoint: Path, trigger: dict, sqlite_file: Path):
+    """Hand each alert to an AlertTableWriter: one copy per partition and epoch, on the
     executors."""
+    # The tables exist before the first task: made once, here on the driver.
+    create_alert_tables(sqlite_file)
     send_writers_by_value()
     return (
         # An instance: Spark calls its open(), process() for each row, then close(). Anything
-        # callable is taken for the function form, a class too: foreach(AlertFileWriter)
+        # callable is taken for the function form, a class too: foreach(AlertTableWriter)
         # would build a writer from each row and write nothing.
-        alerts.writeStream.foreach(AlertFileWriter(folder))
-        # The checkpoint keeps the query's id, which names the writer's folder: a restart
-        # finds the epochs it wrote, a new checkpoint writes into a new folder.
+        alerts.writeStream.foreach(AlertTableWriter(sqlite_file))
         .option("checkpointLocation", paths.uri(checkpoint))
         .queryName("shop_alerts_foreach_writer")
         # In real-time mode (a Kafka source): .outputMode("update").trigger(realTime="5 seconds").
@@ -400,54 +416,107 @@ def start_alert_writer(alerts: DataFrame, checkpoint: Path, trigger: dict, folde
     )
 
 
-class AlertFileWriter:
-    """A ForeachWriter: the alerts of one partition of one epoch go into one file, written once.
+def create_alert_tables(sqlite_file: Path) -> None:
+    """The ForeachWriter's SQLite file and its two tables, if they are not there yet."""
+    sqlite_file.parent.mkdir(parents=True, exist_ok=True)
+    # isolation_level=None: each statement commits by itself.
+    with closing(sqlite3.connect(sqlite_file, isolation_level=None)) as connection:
+        connection.execute(ALERTS_TABLE)
+        connection.execute(TASKS_TABLE)
+
+
+class AlertTableWriter:
+    """A ForeachWriter: each partition of each epoch inserts its alerts in one transaction,
+    keyed by event id, so an alert written twice is stored once.
 
     Spark needs process(); open() and close() are optional (pyspark 4.2 looks for them). It
-    pickles this object and each task (one partition of one epoch) gets a fresh copy on
-    an executor. So what must outlast a task, which epochs are written, lives in the files,
-    never in an attribute: a variable of the driver is not there, and a copy's is thrown away.
+    pickles this object and each task (one partition of one epoch) gets a fresh copy on an
+    executor: so the connection is made in open(), never in __init__ (a connection cannot be
+    pickled), and what must outlast a task lives in the database, never in an attribute.
+    Python's sqlite3 on purpose: it runs in the executors' Python workers. Here they share this
+    machine's disk; on a cluster the store must be one every executor reaches (PostgreSQL, say,
+    with the same INSERT ... ON CONFLICT DO NOTHING).
     """
 
-    def __init__(self, folder: Path, query_id: str | None = None):
-        self.folder = str(folder)
-        # None in a Spark task: open() reads the running query's id. Given when the writer is
-        # called outside a task (a replay by hand, as the tests do).
-        self.query_id = query_id
-        self.target = ""
-        self.writing = False
-        self.lines: list[str] = []
+    def __init__(self, sqlite_file: Path):
+        self.sqlite_file = str(sqlite_file)
+        self.connection: sqlite3.Connection | None = None
+        self.epoch_id = -1
+        self.partition_id = -1
+        self.received = 0
+        self.inserted = 0
 
     def open(self, partition_id: int, epoch_id: int) -> bool:
-        """Called first, per partition and epoch: True to be sent its rows, False to skip them."""
-        query_id = self.query_id or running_query_id()
-        name = EPOCH_FILE.format(epoch=epoch_id, partition=partition_id)
-        self.target = os.path.join(self.folder, query_id, name)
-        self.lines = []
-        # In micro-batch mode a (partition, epoch) holds the same rows every time it runs: its
-        # file means it was written, and this run is a replay. Return a bool, not None: Spark
-        # skips the rows for anything false.
-        self.writing = not os.path.exists(self.target)
-        return self.writing
+        """Called first, per partition and epoch: a connection and a transaction for its rows."""
+        # The ids name this task in the log, nothing more. They are no replay guard: Spark does
+        # not promise that a replayed epoch is split into the same partitions (another core
+        # count, another spark.sql.files.maxPartitionBytes; its ForeachWriter docs, SPARK-28650),
+        # so "skip a (partition, epoch) already written" can skip rows it never wrote. The event
+        # id makes a replay harmless.
+        self.epoch_id = epoch_id
+        self.partition_id = partition_id
+        self.received = 0
+        self.inserted = 0
+        # isolation_level=None: the transaction is the one this code begins and ends.
+        self.connection = sqlite3.connect(
+            self.sqlite_file, timeout=SQLITE_TIMEOUT_SECONDS, isolation_level=None
+        )
+        # IMMEDIATE takes SQLite's one write lock now: the other tasks wait their turn.
+        self.connection.execute("BEGIN IMMEDIATE")
+        return True  # every row, every time: Spark skips the rows for anything false
 
     def process(self, row: Row) -> None:
-        """Called for each row of the partition, only when open() returned True."""
-        # Kept until close(): the file appears whole, with every row, or not at all.
-        self.lines.append(row.value)
+        """Called for each row of the partition: insert it, unless its event id is there."""
+        cursor = self.connection.execute(INSERT_ALERT, (row.key, row.value))
+        self.received += 1
+        self.inserted += cursor.rowcount  # 1 for a new event id, 0 for one written before
 
     def close(self, error: BaseException | None) -> None:
-        """Called last, even after open() returned False; ``error`` is what stopped process()."""
-        if error is not None or not self.writing:
-            # A failed task leaves no file: Spark retries it, and the retry writes the partition.
-            return
-        # Written even with no rows: the file says this partition of this epoch is done.
-        replace_file(self.target, "".join(line + "\n" for line in self.lines))
+        """Called last; ``error`` is what stopped process(): commit the partition, or nothing."""
+        try:
+            if error is None:
+                self.connection.execute(
+                    LOG_TASK, (self.epoch_id, self.partition_id, self.received, self.inserted)
+                )
+                self.connection.execute("COMMIT")
+            else:
+                # A failed task leaves nothing: Spark retries it, and the retry writes the rows.
+                self.connection.execute("ROLLBACK")
+        finally:
+            self.connection.close()
 
 
-def running_query_id() -> str:
-    """In a Spark task: the id of the streaming query that runs it. Spark sets it on each job of
-    the query, as foreachBatch's app id (common/batch_ids.py) reads it on the driver."""
-    return TaskContext.get().getLocalProperty(QUERY_ID_PROPERTY)
+def read_alert_tables(sqlite_file: Path) -> dict:
+    """What the ForeachWriter's tables hold: {event id: alert}, and its tasks, oldest first."""
+    with closing(sqlite3.connect(sqlite_file)) as connection:
+        alerts = connection.execute("SELECT event_id, alert FROM alerts ORDER BY event_id")
+        by_event_id = dict(alerts.fetchall())
+        tasks = connection.execute(
+            "SELECT epoch_id, partition_id, received, inserted FROM writer_tasks ORDER BY rowid"
+        )
+        return {"alerts": by_event_id, "tasks": tasks.fetchall()}
+
+
+def newest_epoch(tasks: list[tuple]) -> list[tuple]:
+    """The rows of the ForeachWriter's log (read_alert_tables' tasks) of its newest epoch."""
+    if not tasks:
+        return []
+    newest = max(task[0] for task in tasks)
+    return [task for task in tasks if task[0] == newest]
+
+
+def compare_alert_tables(before: dict, after: dict) -> str:
+    """What a replay did to the ForeachWriter's tables (two read_alert_tables results)."""
+    changed = [key for key, text in before["alerts"].items() if after["alerts"].get(key) != text]
+    replayed = after["tasks"][len(before["tasks"]) :]
+    received = sum(task[2] for task in replayed)
+    inserted = sum(task[3] for task in replayed)
+    tasks = "task" if len(replayed) == 1 else "tasks"
+    rows = "row" if received == 1 else "rows"
+    return (
+        f"{len(before['alerts'])} -> {len(after['alerts'])} alerts, {len(changed)} changed; "
+        f"the replay's {len(replayed)} {tasks} got {received} {rows}, {inserted} new"
+    )
 
 
 def replace_file(path: str, text: str) -> None:
@@ -470,9 +539,10 @@ def start_alerts_by_function(alerts: DataFrame, checkpoint: Path, trigger: dict,
     destination = str(folder)
 
     def save_alert(row: Row) -> None:
-        # A function gets the row and nothing else: no epoch id, so it cannot tell a replay.
-        # Named after the row's own key, a replay rewrites the same file with the same text;
-        # an append to a log, a counter or an e-mail would repeat.
+        # A function gets the row and nothing else: no open() or close(), so anything it needs
+        # (a file, a connection) it opens per row. A replay calls it again for every row of the
+        # epoch: named after the row's own key, the file is rewritten with the same text; an
+        # append to a log, a counter or an e-mail would repeat.
         replace_file(os.path.join(destination, f"{row.key}.json"), row.value + "\n")
 
     send_writers_by_value()
@@ -500,7 +570,7 @@ def run_foreach_queries(alerts: DataFrame, checkpoint_dir: Path, folder: Path) -
                 alerts,
                 checkpoint_dir / FOREACH_WRITER,
                 {"availableNow": True},
-                folder / FOREACH_WRITER,
+                folder / f"{FOREACH_WRITER}.db",
             ),
             start_alerts_by_function(
                 alerts,
@@ -644,28 +714,26 @@ def main(argv: list[str] | None = None) -> None:
                 "same lines."
             )
 
-        banner("4. Row at a time: writeStream.foreach, and a replayed epoch that writes nothing")
+        banner("4. Row at a time: writeStream.foreach, made idempotent by the event id")
         say("""foreachBatch gives the driver a whole micro-batch; foreach gives your code one ROW
             at a time, on the executors. Two forms, both on the alerts of the same input: a
             function, called once per row, and a ForeachWriter object whose open(partition_id,
-            epoch_id) comes first for each partition of each epoch (the batch id), then
-            process(row) for each row, then close(error).""")
+            epoch_id) comes first for each partition of each epoch (the batch id) and opens a
+            connection and a transaction, then process(row) inserts each row, then close(error)
+            commits, or rolls back after an error.""")
         alerts = build_alert_messages(events)
         run_foreach_queries(alerts, checkpoint.parent, folder)
-        writer_folder = folder / FOREACH_WRITER
+        sqlite_file = folder / f"{FOREACH_WRITER}.db"
         function_folder = folder / FOREACH_FUNCTION
-        by_writer = stored_files(writer_folder)
+        by_writer = read_alert_tables(sqlite_file)
         by_function = stored_files(function_folder)
-        alert_count = sum(text.count("\n") for _, text in by_writer.values())
         print(
-            f"ForeachWriter -> {paths.display(writer_folder)}/<query id>: {len(by_writer)} files, "
-            f"{alert_count} alerts"
+            f"ForeachWriter -> {paths.display(sqlite_file)}: {len(by_writer['alerts'])} alerts, "
+            "one row per event id"
         )
-        # The newest epochs' files: a re-run adds one epoch per run that found new input.
-        newest = list(by_writer.items())[-SHOW_FILES:]
+        # The newest epoch's tasks: a re-run adds one epoch per run that found new input.
         narration.print_table(
-            ("file", "alerts"),
-            [(name.rsplit("/", 1)[-1], text.count("\n")) for name, (_, text) in newest],
+            ("epoch", "partition", "rows", "new"), newest_epoch(by_writer["tasks"])
         )
         print(
             f"Function form -> {paths.display(function_folder)}: {len(by_function)} files, "
@@ -681,23 +749,33 @@ def main(argv: list[str] | None = None) -> None:
             f"epoch {replayed} never finished."
         )
         run_foreach_queries(alerts, checkpoint.parent, folder)
-        print(f"ForeachWriter: {compare_files(by_writer, stored_files(writer_folder))}")
+        print(f"ForeachWriter: {compare_alert_tables(by_writer, read_alert_tables(sqlite_file))}")
         print(f"Function form: {compare_files(by_function, stored_files(function_folder))}")
-        say(f"""Spark ran epoch {replayed} again, with the same partitions and rows. For each
-            partition the writer's open() found the file of its (query id, partition, epoch)
-            and returned False: Spark called no process(), and close() wrote nothing. The
-            function form gets no epoch id and wrote every alert of the epoch again: harmless
-            here only because each file is named after the event id and gets the same text.
-            pyspark 4.2 promises the same rows for a (partition, epoch) in micro-batch mode
-            only.""")
+        say(f"""Spark ran epoch {replayed} again and every task got its rows again: foreach is
+            at-least-once. The writer's INSERT ... ON CONFLICT (event_id) DO NOTHING found each
+            event id in the table and changed nothing, so a replay, or a task retried after its
+            commit, stores each alert once. The function form rewrote every alert's file:
+            harmless for the same reason, each file is named after the event id and gets the
+            same text.""")
+        say("""open() returns True every time: partition_id and epoch_id name a task (here, a
+            row of the log), they are no replay guard. pyspark 4.2's foreach docstring still
+            says a (partition, epoch) holds the same rows in micro-batch mode; Spark's Scala
+            ForeachWriter documentation (since 3.0, SPARK-28650) says deduplication on them
+            cannot be achieved: a replayed epoch may be split into other partitions (another
+            core count, another spark.sql.files.maxPartitionBytes, another executor layout),
+            and a guard that skips a (partition, epoch) it has seen skips rows it never wrote.
+            Here the replay split the epoch as the first run did; lesson 16 (section 6, "foreach
+            after a kill") kills a query between two partitions and replays the epoch with
+            another partitioning: the guard loses rows, a writer keyed by the data does not.""")
         say("""Where foreach fits: it is the general-purpose sink of real-time mode (lesson 13).
             In Spark 4.2 real-time mode writes to Kafka, the console and foreach only, and
             refuses foreachBatch (STREAMING_REAL_TIME_MODE.SINK_NOT_SUPPORTED). There a writer
-            should write each row in process(), keyed so that writing it twice is harmless:
-            holding rows until close() would hold them for the whole long batch. In micro-batch
-            mode prefer foreachBatch: foreach ships every row to a Python worker and makes one
-            Python call per row, where foreachBatch hands the whole batch to Spark's bulk
-            writers (Delta, JDBC, Kafka).""")
+            should commit each row in process(), keyed so that writing it twice is harmless: a
+            transaction held until close() would hide the rows for the whole long batch. In
+            micro-batch mode prefer foreachBatch: foreach ships every row to a Python worker
+            and makes one Python call per row, where foreachBatch hands the whole batch to
+            Spark's bulk writers (Delta, JDBC, Kafka) and can commit it in one transaction with
+            its batch id, as section 3 did.""")
 
 
 if __name__ == "__main__":

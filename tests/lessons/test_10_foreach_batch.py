@@ -4,8 +4,10 @@ Kafka.
 Each test writes finite, hand-made micro-batches and checks the exact rows that land in
 every destination, first time and on a replay of the same batch id. The database's replay
 guard, ``apply_batch_once``, is tested on its own too. So are the two forms of
-``writeStream.foreach``: the ForeachWriter's files per (query id, partition, epoch), which a
-replayed epoch leaves alone, and the function form's file per alert, which it writes again.
+``writeStream.foreach``: the ForeachWriter's SQLite table keyed by event id, which a replayed
+epoch leaves as it was however Spark splits it into partitions (where a writer that skips a
+(partition, epoch) it wrote loses rows), and the function form's file per alert, which a
+replay writes again with the same text.
 """
 
 from __future__ import annotations
@@ -305,77 +307,114 @@ def write_by_hand(writer, partition_id, epoch_id, rows, error=None):
     writer.close(error)
 
 
-def test_a_foreach_writer_writes_each_partition_of_each_epoch_once(spark, tmp_path):
-    folder, checkpoint, out = tmp_path / "in", tmp_path / "chk", tmp_path / "out"
+def alert_row(name):
+    """An alert message as build_alert_messages makes it: its key, and its text."""
+    return Row(key=f"EVT-{name}", value=json.dumps({"event_id": f"EVT-{name}"}))
+
+
+def stored_alerts(sqlite_file):
+    """read_alert_tables' result with each alert's text parsed."""
+    tables = lesson.read_alert_tables(sqlite_file)
+    return {key: json.loads(text) for key, text in tables["alerts"].items()}, tables["tasks"]
+
+
+def test_a_foreach_writer_stores_each_alert_once_by_its_event_id(spark, tmp_path):
+    folder, checkpoint, out = tmp_path / "in", tmp_path / "chk", tmp_path / "alerts.db"
 
     # One new file per run: one epoch per run, one partition per file.
     write_atomically(folder, "batch-0.json", json_lines(FIRST_BATCH))
     query = run_foreach(spark, lesson.start_alert_writer, folder, checkpoint, out)
     write_atomically(folder, "batch-1.json", json_lines(SECOND_BATCH))
     run_foreach(spark, lesson.start_alert_writer, folder, checkpoint, out)
-    written = lesson.stored_files(out)
+    written = lesson.read_alert_tables(out)
 
-    # The folder is named after the query's id, read by open() inside the task.
-    assert alerts_in(written) == {
-        f"{query.id}/epoch-000000-part-00000.json": [ALERT_2],
-        f"{query.id}/epoch-000001-part-00000.json": [ALERT_5],
-    }
+    # Each task logged (epoch, partition, rows it got, rows that were new).
+    assert stored_alerts(out) == (
+        {"EVT-000002": ALERT_2, "EVT-000005": ALERT_5},
+        [(0, 0, 1, 1), (1, 0, 1, 1)],
+    )
 
-    # A crash before the commit: Spark runs epoch 1 again, and open() skips its partition.
+    # A crash before the commit: Spark runs epoch 1 again, and its task gets its row again.
     assert checkpoints.forget_last_commit(checkpoint) == 1
     replay = run_foreach(spark, lesson.start_alert_writer, folder, checkpoint, out)
     assert replay.id == query.id
-    assert lesson.stored_files(out) == written  # same names, same inodes: not written again
+    again = lesson.read_alert_tables(out)
+    assert again["alerts"] == written["alerts"]  # the same alerts, the same text
+    assert again["tasks"] == [(0, 0, 1, 1), (1, 0, 1, 1), (1, 0, 1, 0)]
     assert (
-        lesson.compare_files(written, lesson.stored_files(out))
-        == "2 -> 2 files, 0 written again, 0 with other text"
+        lesson.compare_alert_tables(written, again)
+        == "2 -> 2 alerts, 0 changed; the replay's 1 task got 1 row, 0 new"
     )
-
-    # The same replay by hand, in the driver: partition 0 of epoch 1, with other rows.
-    writer = lesson.AlertFileWriter(out, query_id=query.id)
-    assert writer.open(0, 1) is False
-    writer.close(None)
-    write_by_hand(writer, 0, 1, [Row(key="EVT-000005", value='{"replayed": true}')])
-    write_by_hand(writer, 0, 0, [Row(key="EVT-000002", value='{"replayed": true}')])
-    assert lesson.stored_files(out) == written
-
-    # An epoch without alerts still gets its file: it says the partition is done.
-    write_atomically(folder, "batch-2.json", json_lines(NO_ALERT_BATCH))
-    run_foreach(spark, lesson.start_alert_writer, folder, checkpoint, out)
-    assert alerts_in(lesson.stored_files(out)) == {
-        f"{query.id}/epoch-000000-part-00000.json": [ALERT_2],
-        f"{query.id}/epoch-000001-part-00000.json": [ALERT_5],
-        f"{query.id}/epoch-000002-part-00000.json": [],
-    }
 
 
 def test_a_foreach_writer_commits_a_partition_in_close_and_only_without_an_error(tmp_path):
-    writer = lesson.AlertFileWriter(tmp_path, query_id="query-a")
-    rows = [Row(key="EVT-1", value='{"n": 1}'), Row(key="EVT-2", value='{"n": 2}')]
+    sqlite_file = tmp_path / "alerts.db"
+    lesson.create_alert_tables(sqlite_file)
+    writer = lesson.AlertTableWriter(sqlite_file)
+    rows = [alert_row("1"), alert_row("2")]
 
-    # The task fails half-way: close() gets the error and writes nothing.
+    # The task fails half-way: close() gets the error and rolls the partition back.
     write_by_hand(writer, 3, 7, rows[:1], error=RuntimeError("task failed"))
-    assert lesson.stored_files(tmp_path) == {}
-    # Spark retries it: nothing was written, so open() takes the rows.
+    assert stored_alerts(sqlite_file) == ({}, [])
+    # Spark retries it: the rows and the task's log row commit together.
     write_by_hand(writer, 3, 7, rows)
-    # The same partition and epoch again (a replay): open() refuses, the file stays.
-    write_by_hand(writer, 3, 7, [Row(key="EVT-3", value='{"n": 3}')])
-    # Another partition of the same epoch, and the same partition of another query: new files.
-    write_by_hand(writer, 4, 7, rows[1:])
-    write_by_hand(lesson.AlertFileWriter(tmp_path, query_id="query-b"), 3, 7, rows[1:])
+    # Run again, with an alert of the same key and other text, and a new one: the first text
+    # stays (DO NOTHING), the new alert is added.
+    other_text = Row(key="EVT-1", value='{"event_id": "EVT-1", "replayed": true}')
+    write_by_hand(writer, 3, 7, [other_text, alert_row("3")])
 
-    assert alerts_in(lesson.stored_files(tmp_path)) == {
-        "query-a/epoch-000007-part-00003.json": [{"n": 1}, {"n": 2}],
-        "query-a/epoch-000007-part-00004.json": [{"n": 2}],
-        "query-b/epoch-000007-part-00003.json": [{"n": 2}],
-    }
-    assert sorted(path.name for path in tmp_path.rglob("*")) == [
-        "epoch-000007-part-00003.json",
-        "epoch-000007-part-00003.json",
-        "epoch-000007-part-00004.json",
-        "query-a",
-        "query-b",
-    ]  # no temporary file left behind
+    assert stored_alerts(sqlite_file) == (
+        {
+            "EVT-1": {"event_id": "EVT-1"},
+            "EVT-2": {"event_id": "EVT-2"},
+            "EVT-3": {"event_id": "EVT-3"},
+        },
+        [(7, 3, 2, 2), (7, 3, 2, 1)],
+    )
+    # Every transaction ended: no journal left beside the database.
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["alerts.db"]
+
+
+class SkipWrittenPartitions(lesson.AlertTableWriter):
+    """The wrong idea, for contrast: open() returns False for an (epoch, partition) it logged."""
+
+    def open(self, partition_id, epoch_id):
+        super().open(partition_id, epoch_id)
+        logged = self.connection.execute(
+            "SELECT 1 FROM writer_tasks WHERE epoch_id = ? AND partition_id = ?",
+            (epoch_id, partition_id),
+        )
+        return logged.fetchone() is None
+
+
+def test_a_replayed_epoch_split_otherwise_loses_no_alert_keyed_by_event_id(tmp_path):
+    # What Spark may do (its ForeachWriter docs, SPARK-28650): epoch 0 runs as two partitions,
+    # then, replayed on other cores or with another file split, as one.
+    a, b, c, d = (alert_row(name) for name in "ABCD")
+    every_alert = {f"EVT-{name}": {"event_id": f"EVT-{name}"} for name in "ABCD"}
+    keyed, guarded, both = (tmp_path / name for name in ("keyed.db", "guarded.db", "both.db"))
+    for sqlite_file in (keyed, guarded, both):
+        lesson.create_alert_tables(sqlite_file)
+
+    # Partition 0 commits; partition 1 fails (a kill), so epoch 0 is replayed in one partition.
+    for writer in (lesson.AlertTableWriter(keyed), SkipWrittenPartitions(guarded)):
+        write_by_hand(writer, 0, 0, [a, b])
+        write_by_hand(writer, 1, 0, [c], error=RuntimeError("executor lost"))
+        write_by_hand(writer, 0, 0, [a, b, c, d])
+
+    assert stored_alerts(keyed) == (every_alert, [(0, 0, 2, 2), (0, 0, 4, 2)])
+    # The guard found (epoch 0, partition 0) written and skipped it: C and D are lost.
+    assert stored_alerts(guarded) == (
+        {"EVT-A": {"event_id": "EVT-A"}, "EVT-B": {"event_id": "EVT-B"}},
+        [(0, 0, 2, 2), (0, 0, 0, 0)],
+    )
+
+    # Both partitions committed, then the epoch replayed in one: each alert once.
+    writer = lesson.AlertTableWriter(both)
+    write_by_hand(writer, 0, 0, [a, b])
+    write_by_hand(writer, 1, 0, [c, d])
+    write_by_hand(writer, 0, 0, [a, b, c, d])
+    assert stored_alerts(both) == (every_alert, [(0, 0, 2, 2), (0, 1, 2, 2), (0, 0, 4, 0)])
 
 
 def test_the_foreach_function_writes_a_file_per_alert_and_a_replay_writes_them_again(
@@ -457,7 +496,7 @@ def test_lesson_10_runs_by_itself(course_home):
     assert counts and counts[1] == counts[2] and counts[3] == counts[4] and counts[5] == counts[6]
     # Section 4: writeStream.foreach, both forms, and a replayed epoch.
     writer = re.search(
-        r"^ForeachWriter -> \S*alerts_foreach_writer/<query id>: (\d+) files, (\d+) alerts$",
+        r"^ForeachWriter -> \S*alerts_foreach_writer\.db: (\d+) alerts, one row per event id$",
         out,
         re.MULTILINE,
     )
@@ -466,19 +505,27 @@ def test_lesson_10_runs_by_itself(course_home):
         out,
         re.MULTILINE,
     )
-    assert writer and function and int(writer[1]) >= 1 and writer[2] == function[1]
-    assert "  file                          alerts" in out
+    assert writer and function and writer[1] == function[1]
+    tasks = re.search(r"^  epoch  partition  rows  new\n((?:  \d.*\n)+)", out, re.MULTILINE)
+    # Section 4 shows the newest epoch's tasks: on a first run, epoch 0, with every alert.
+    logged = [[int(cell) for cell in line.split()] for line in tasks[1].splitlines()]
+    assert {row[0] for row in logged} == {0}
+    assert [row[1] for row in logged] == list(range(len(logged)))
+    assert sum(row[2] for row in logged) == sum(row[3] for row in logged) == int(writer[1])
     assert re.search(
         r"^Deleted the last commit of both foreach queries: to Spark, epoch 0 never finished\.$",
         out,
         re.MULTILINE,
     )
-    assert (
-        f"ForeachWriter: {writer[1]} -> {writer[1]} files, 0 written again, 0 with other text"
-        in out
-    )
-    # A first run reads every file in one epoch: its replay writes every alert's file again.
+    # A first run reads every file in one epoch: its replay gets every alert again, in as many
+    # tasks as the first run, and stores none twice; the function form writes every file again.
     alerts = function[1]
+    task_word = "task" if len(logged) == 1 else "tasks"
+    row_word = "row" if alerts == "1" else "rows"
+    assert (
+        f"ForeachWriter: {alerts} -> {alerts} alerts, 0 changed; "
+        f"the replay's {len(logged)} {task_word} got {alerts} {row_word}, 0 new" in out
+    )
     assert (
         f"Function form: {alerts} -> {alerts} files, {alerts} written again, 0 with other text"
         in out
