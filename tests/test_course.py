@@ -173,6 +173,7 @@ def test_the_crash_lane_runs_only_when_an_m_expression_names_it():
         "test_broker_outage.py",
         "test_damaged_checkpoints.py",
         "test_exercises.py",
+        "test_kafka_data_loss.py",
         "test_kill_cycles.py",
     ]
     lane = collected("-m", "crash", paths=where)
