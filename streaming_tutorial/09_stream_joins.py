@@ -7,9 +7,11 @@ What you'll learn
   - Stream-stream join: clicks meet their impressions. A watermark on each side and a time
     bound let Spark drop old rows; an inner join runs without them, but its state grows
     forever. A left outer join is refused without a watermark on the right (nullable) side
-    and the time bound; the left side's watermark lets Spark drop old impressions too.
+    and the time bound. But it drops an impression, and emits it with nulls, only if the
+    impressions have a watermark too: with the clicks' alone it runs and never emits one.
   - Inner vs left outer: a left outer join emits an impression without a click only once the
-    watermark guarantees no click can still come. Which impressions a CTR may count, then.
+    join's watermark (the smaller of the two) has passed its time bound: no click can still
+    come. Which impressions a CTR may count, then.
 
 Run
   python streaming_tutorial/09_stream_joins.py                  # ad events from Kafka
@@ -36,8 +38,14 @@ What you'll see
     delta  EVT-4 999.99, EVT-5 59.99, EVT-6 19.99
   ...
   Batch 3 reads: - | CLK-5 IMP-5 10:31
-    inner       IMP-5+CLK-5   [watermark 10:18:00]
-    left outer  IMP-2+null, IMP-3+null, IMP-4+null, IMP-5+CLK-5   [watermark 10:18:00]
+    inner          IMP-5+CLK-5   [watermark 10:18:00]
+    left outer     IMP-2+null, IMP-3+null, IMP-4+null, IMP-5+CLK-5   [watermark 10:18:00]
+    one watermark  IMP-5+CLK-5   [watermark 10:18:00]
+  ...
+    batch  state rows left outer  state rows one watermark
+    ...
+    3      3                      8
+    4      2                      -
   ...
   An outer join without watermarks fails:
     Stream-stream LeftOuter join between two streaming DataFrame/Datasets is not supported ...
@@ -72,6 +80,7 @@ from infra.runner import (
     say,
 )
 from infra.simulators import Simulator, simulator_for_lesson
+from teaching import lateness
 from teaching.demos import Output, records_from_text, replay, replay_streams, show_refusal
 
 LESSON = "09_stream_joins"
@@ -215,23 +224,34 @@ def build_catalogue_joins(
     }
 
 
-def build_ad_join(impressions: DataFrame, clicks: DataFrame, how: str = "left_outer") -> DataFrame:
+def build_ad_join(
+    impressions: DataFrame,
+    clicks: DataFrame,
+    how: str = "left_outer",
+    impression_watermark: str | None = IMPRESSION_WATERMARK,
+) -> DataFrame:
     """Impressions joined with the clicks that came within CLICK_WINDOW_MINUTES after them.
 
     ``how`` is "inner" (only the impressions that got a click, as soon as it comes) or
     "left_outer" (every impression: one without a click comes out with nulls, once no click
-    can still come for it).
+    can still come for it). ``impression_watermark=None`` is the trap part 2 shows: a left
+    outer join with a watermark on the clicks only.
     """
     clicks = clicks.select(
         "click_id", F.col("impression_id").alias("click_impression_id"), "click_time"
     )
-    # Watermarks on BOTH sides tell Spark how late each side's rows can be.
-    impressions = impressions.withWatermark("impression_time", IMPRESSION_WATERMARK)
+    # Watermarks on BOTH sides tell Spark how late each side's rows can be. Spark accepts a left
+    # outer join with the clicks' one alone (the side that may be null), but it drops (and emits
+    # with nulls) an impression only if the impressions have one too: without it, none ever
+    # leaves the join's state.
+    if impression_watermark is not None:
+        impressions = impressions.withWatermark("impression_time", impression_watermark)
     clicks = clicks.withWatermark("click_time", CLICK_WATERMARK)
     same_impression = F.col("impression_id") == F.col("click_impression_id")
     # The time bound: with it and the watermarks, Spark can work out when an impression can no
-    # longer get a click. It drops it from the join's state then (and, in a left outer join,
-    # emits it with nulls); without them the join's state would grow forever.
+    # longer get a click: once the join's watermark (the smaller of the two streams') has passed
+    # impression_time + CLICK_WINDOW_MINUTES. It drops it from the join's state then (and, in a
+    # left outer join, emits it with nulls); without them the join's state would grow forever.
     window_end = F.col("impression_time") + F.expr(f"INTERVAL {CLICK_WINDOW_MINUTES} MINUTES")
     in_time = (F.col("click_time") >= F.col("impression_time")) & (
         F.col("click_time") <= window_end
@@ -253,7 +273,8 @@ def build_unbounded_join(impressions: DataFrame, clicks: DataFrame) -> DataFrame
 
 
 def build_join_kinds() -> dict[str, Output]:
-    """Part 2's two queries: the inner and the left outer join of the same streams."""
+    """Part 2's three queries: the inner and the left outer join of the same streams, and the
+    left outer join with a watermark on the clicks only ("one watermark")."""
     return {
         "inner": Output(
             lambda impressions, clicks: build_ad_join(impressions, clicks, "inner"),
@@ -261,6 +282,12 @@ def build_join_kinds() -> dict[str, Output]:
         ),
         "left outer": Output(
             lambda impressions, clicks: build_ad_join(impressions, clicks, "left_outer"),
+            sort_key=lambda row: row.impression_id,
+        ),
+        "one watermark": Output(
+            lambda impressions, clicks: build_ad_join(
+                impressions, clicks, "left_outer", impression_watermark=None
+            ),
             sort_key=lambda row: row.impression_id,
         ),
     }
@@ -465,8 +492,12 @@ def main(argv: list[str] | None = None) -> None:
             Delta table keeps a log of its versions, and each micro-batch reads the latest.
             (Re-reading the CSV inside foreachBatch works too.)""")
 
-        banner("2. Stream-stream join, batch by batch: inner vs left outer")
-        replay_streams(
+        # "one watermark" is the left outer join with a watermark on the clicks only.
+        banner(
+            "2. Stream-stream join, batch by batch: inner, left outer, and left outer with the "
+            "clicks' watermark only"
+        )
+        runs = replay_streams(
             spark,
             {"impressions": (IMPRESSIONS, IMPRESSION_SCHEMA), "clicks": (CLICKS, CLICK_SCHEMA)},
             build_join_kinds(),
@@ -480,6 +511,17 @@ def main(argv: list[str] | None = None) -> None:
             trails its stream by 2 minutes): batch 3 ran with 10:18, so no click could still
             come for impressions before 10:08, and the left outer join emitted IMP-2, 3 and 4
             with nulls.""")
+        # The rows each join keeps in its state (both sides), after each micro-batch.
+        lateness.print_state_rows(
+            {label: runs[label].progress for label in ("left outer", "one watermark")}
+        )
+        say("""One watermark is the trap: Spark accepts a left outer join once the clicks (the
+            side that may be null) have a watermark and the condition a time bound, and runs
+            it. Its watermark is then the clicks' alone: 10:18 from batch 2 on, past the
+            bounds of IMP-2, 3 and 4 (10:11 to 10:15). But Spark drops an impression from
+            the join's state, and emits it with nulls, only if the impressions have a watermark
+            of their own: IMP-2, 3 and 4 never come out, the state keeps every row it has read,
+            and, with nothing to drop, Spark runs no extra batch for it. No error says so.""")
 
         banner(f"3. Live: impressions LEFT OUTER JOIN clicks ({args.source}), then CTR per ad")
         impressions, clicks = read_ad_events(spark, args.source, bootstrap)

@@ -21,6 +21,7 @@ from infra.errors import CourseError
 from infra.kafka import ensure_topics
 from infra.runner import finish
 from teaching.demos import replay, replay_streams, show_refusal
+from teaching.lateness import state_rows
 from teaching.microbatch import collect_batches, write_batches
 
 lesson = load_lesson("09_stream_joins")
@@ -156,8 +157,26 @@ def test_inner_and_left_outer_joins_emit_exactly_these_rows_batch_by_batch(spark
         ],
         [],
     ]
-    for run in runs.values():
-        assert [batch.watermark for batch in run.batches] == SCENARIO_WATERMARKS
+    for label in ("inner", "left outer"):
+        assert [batch.watermark for batch in runs[label].batches] == SCENARIO_WATERMARKS
+    # The same left outer join with a watermark on the clicks only: Spark accepts and runs it,
+    # with the clicks' watermark alone, but never drops an impression, so no row with null click
+    # columns ever comes out (IMP-2, 3 and 4 are missing), and it keeps every row it has read.
+    one_watermark = runs["one watermark"]
+    assert [batch.rows for batch in one_watermark.batches] == [
+        matched_at_once,
+        [],
+        [],
+        [joined_row("IMP-5", "AD-1", "10:30:00", "CLK-5", "10:31:00")],
+    ]
+    assert [batch.watermark for batch in one_watermark.batches] == [
+        "1970-01-01T00:00:00.000Z",
+        "2025-01-15T10:01:00.000Z",
+        "2025-01-15T10:18:00.000Z",
+        "2025-01-15T10:18:00.000Z",
+    ]
+    assert state_rows(runs["left outer"].progress) == {0: 4, 1: 6, 2: 7, 3: 3, 4: 2}
+    assert state_rows(one_watermark.progress) == {0: 4, 1: 6, 2: 7, 3: 8}  # 5 impressions, 3 clicks
 
 
 @pytest.mark.parametrize("zone", ["Asia/Kolkata", "America/Los_Angeles", "UTC"])
@@ -339,9 +358,10 @@ def test_lesson_09_runs_on_files_as_a_learner_runs_it(course_home):
         "  delta  EVT-4 999.99, EVT-5 59.99, EVT-6 19.99\n"
     ) in out
     assert (
-        "  left outer  IMP-2+null, IMP-3+null, IMP-4+null, IMP-5+CLK-5   [watermark 10:18:00]"
-        in out
-    )
+        "  left outer     IMP-2+null, IMP-3+null, IMP-4+null, IMP-5+CLK-5   [watermark 10:18:00]\n"
+        "  one watermark  IMP-5+CLK-5   [watermark 10:18:00]\n"
+    ) in out
+    assert "  3      3                      8\n  4      2                      -\n" in out
     assert "An outer join without watermarks fails:\n  Stream-stream LeftOuter join" in out
     assert (
         "CTR per ad over the impressions settled by the join's last watermark (2025-01-15T10:"

@@ -42,17 +42,19 @@ def click_before_impression(mine, wanted):
 EXERCISE = Exercise(
     title="Clicks or not",
     kind="build",
-    practises="a left outer stream-stream join: watermarks on both sides and a time bound "
-    "emit each unmatched impression with nulls, once no click can come",
+    practises="a left outer stream-stream join: the clicks' watermark and a time bound let Spark "
+    "accept it; the impressions' own watermark lets it emit each unmatched impression with "
+    "nulls, once the join's watermark has passed its bound",
     function="build_ad_join",
     schemas={"impressions": IMPRESSION_SCHEMA, "clicks": CLICK_SCHEMA},
     output_mode="append",
     mirrors="09_stream_joins:build_ad_join",
     hints=[
         "A left outer join keeps every impression; Spark can emit one without a click only "
-        "when it knows no click can still come. For that it needs a watermark on both streams "
-        "and a time bound in the join condition (a click within CLICK_WINDOW_MINUTES after its "
-        "impression).",
+        "when it knows no click can still come. For that it needs a time bound in the join "
+        "condition (a click within CLICK_WINDOW_MINUTES after its impression) and a watermark "
+        "on both streams: the clicks' one for Spark to accept the join at all, the impressions' "
+        "one for it to ever drop an impression, and emit it with nulls.",
         "impressions.withWatermark('impression_time', IMPRESSION_WATERMARK), "
         "clicks.withWatermark('click_time', CLICK_WATERMARK); rename the click's impression_id "
         "(e.g. click_impression_id); join on the same impression AND "
@@ -123,10 +125,11 @@ EXERCISE = Exercise(
         ),
         Mistake(
             "one_watermark",
-            "Only one stream has a watermark. Spark runs the join, but it never evicts an "
-            "impression, so one without a click never comes out (and the join's state grows "
-            "forever): an impression is dropped from the state, and emitted with nulls, by the "
-            "impressions' own watermark. Give both streams one.",
+            "It looks as if only the clicks have a watermark: Spark accepts and runs that join "
+            "(the clicks' watermark and the time bound are all it requires), but it drops an "
+            "impression from the join's state, and emits it with nulls, only if the impressions "
+            "have a watermark of their own. Without one, no impression ever comes out without a "
+            "click, and the join's state grows forever. Give the impressions one too.",
             when=one_watermark,
         ),
         Mistake(

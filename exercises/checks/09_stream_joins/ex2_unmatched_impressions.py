@@ -19,8 +19,9 @@ def never_emits_unmatched(mine, wanted):
 EXERCISE = Exercise(
     title="Missing unmatched rows",
     kind="fix",
-    practises="a left outer stream-stream join emits (and forgets) an unmatched row only by "
-    "its own side's watermark",
+    practises="a left outer stream-stream join with a watermark on the clicks only is accepted "
+    "but never emits (nor forgets) an unmatched impression: that takes a watermark on the "
+    "impressions too",
     function="build_ad_join",
     schemas={"impressions": IMPRESSION_SCHEMA, "clicks": CLICK_SCHEMA},
     output_mode="append",
@@ -28,11 +29,12 @@ EXERCISE = Exercise(
     mirrors="09_stream_joins:build_ad_join",
     hints=[
         "An impression without a click comes out when Spark drops it from the join's state: "
-        "when its watermark says no click can still come. Which of the two streams has a "
-        "watermark here, and which row's time does the eviction look at?",
+        "when the join's watermark says no click can still come for it. Which of the two "
+        "streams has a watermark here, and which side's rows would Spark have to drop?",
         "Spark accepts a left outer join once the nullable side (clicks) has a watermark and "
         "the condition a time bound; but the left side's rows are evicted, and emitted with "
-        "nulls, only if the left side has a watermark of its own.",
+        "nulls, only if the left side has a watermark of its own, once the join's watermark "
+        "(the smaller of the two) has passed their time bound.",
         "Add impressions = impressions.withWatermark('impression_time', IMPRESSION_WATERMARK) "
         "before the join, and keep the clicks' watermark.",
     ],
@@ -88,9 +90,11 @@ EXERCISE = Exercise(
         ),
         Mistake(
             "clicks_watermark_only",
-            "Still only the clicks have a watermark. It is enough for Spark to accept the join, "
-            "but an impression is dropped from the join's state (and, without a click, emitted "
-            "with nulls) by the impressions' watermark: without one, no impression ever leaves.",
+            "No impression ever came out without a click: as in the query given, only the clicks "
+            "have a watermark. That is enough for Spark to accept the join, but it drops an "
+            "impression from the join's state (and, without a click, emits it with nulls) only "
+            "if the impressions have a watermark of their own: without one, no impression ever "
+            "leaves.",
             when=never_emits_unmatched,
         ),
     ],

@@ -15,8 +15,10 @@ def build_ad_join(impressions: DataFrame, clicks: DataFrame) -> DataFrame:
     clicks = clicks.select(
         "click_id", F.col("impression_id").alias("click_impression_id"), "click_time"
     )
-    # Watermarks on BOTH sides: the clicks' one lets Spark decide that an impression can no
-    # longer get a click; the impressions' one is what evicts (and emits) the impressions.
+    # Watermarks on BOTH sides: without the clicks' one Spark refuses the left outer join;
+    # without the impressions' one it accepts it but never evicts (nor emits with nulls) an
+    # impression. With both, an impression goes once the join's watermark (the smaller of the
+    # two) has passed its time bound.
     impressions = impressions.withWatermark("impression_time", IMPRESSION_WATERMARK)
     clicks = clicks.withWatermark("click_time", CLICK_WATERMARK)
     same_impression = F.col("impression_id") == F.col("click_impression_id")
@@ -26,8 +28,8 @@ def build_ad_join(impressions: DataFrame, clicks: DataFrame) -> DataFrame:
     in_time = (F.col("click_time") >= F.col("impression_time")) & (
         F.col("click_time") <= window_end
     )
-    # left_outer: an impression without a click comes out too, with nulls, once the watermark
-    # has passed its time bound.
+    # left_outer: an impression without a click comes out too, with nulls, once the join's
+    # watermark has passed its time bound.
     return impressions.join(clicks, same_impression & in_time, "left_outer").select(
         "impression_id", "ad_id", "user_id", "impression_time", "click_id", "click_time"
     )

@@ -16,8 +16,9 @@ def build_ad_join(impressions: DataFrame, clicks: DataFrame) -> DataFrame:
     )
     # The fix: a watermark on the impressions too. The clicks' watermark and the time bound
     # are enough for Spark to accept a left outer join, but an impression leaves the join's
-    # state (and, without a click, comes out with nulls) only by the impressions' own
-    # watermark. Without one, none ever leaves: no nulls, and state that grows forever.
+    # state (and, without a click, comes out with nulls) only if the impressions have a
+    # watermark of their own, once the join's watermark (the smaller of the two) has passed
+    # its time bound. Without one, none ever leaves: no nulls, and state that grows forever.
     impressions = impressions.withWatermark("impression_time", IMPRESSION_WATERMARK)
     # Clicks may arrive up to 2 minutes late.
     clicks = clicks.withWatermark("click_time", CLICK_WATERMARK)
