@@ -219,6 +219,59 @@ def test_max_offsets_per_trigger_bounds_every_micro_batch(spark, kafka_bootstrap
     assert [progress["numInputRows"] for progress in query.recentProgress] == [5, 5, 2]
 
 
+@pytest.mark.kafka
+def test_the_source_gives_headers_and_the_producers_timestamp_and_min_partitions_splits(
+    spark, kafka_bootstrap, topic
+):
+    from kafka import KafkaProducer
+
+    from infra.kafka import client_options
+
+    source = topic("columns")
+    ensure_topics(kafka_bootstrap, [source], partitions=1)
+    # The producer sets each record's timestamp (CreateTime, the topic's default): a day before
+    # it sends them, so the broker's clock cannot be mistaken for it.
+    stamped = int(BASE.timestamp() * 1000)
+    producer = KafkaProducer(**client_options(kafka_bootstrap))
+    for number in range(6):
+        producer.send(
+            source,
+            key=f"K{number}".encode(),
+            value=b"{}",
+            headers=[("origin", b"shop")],
+            timestamp_ms=stamped + number,
+        )
+    producer.flush()
+    producer.close()
+
+    rows = (
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", kafka_bootstrap)
+        .option("subscribe", source)
+        .option("includeHeaders", "true")
+        .option("minPartitions", 3)
+        .load()
+        .select(
+            F.col("key").cast("string").alias("key"),
+            "headers",
+            F.unix_millis("timestamp").alias("millis"),
+            "timestampType",
+            F.spark_partition_id().alias("task"),
+        )
+        .orderBy("key")
+        .collect()
+    )
+
+    assert [row.key for row in rows] == [f"K{number}" for number in range(6)]
+    assert [[(h.key, bytes(h.value)) for h in row.headers] for row in rows] == [
+        [("origin", b"shop")]
+    ] * 6
+    assert [row.millis for row in rows] == [stamped + number for number in range(6)]
+    assert {row.timestampType for row in rows} == {0}  # 0 CreateTime, 1 LogAppendTime
+    # One Kafka partition, read by three Spark tasks: minPartitions splits its offset range.
+    assert len({row.task for row in rows}) == 3
+
+
 # --- lesson 08's functions on hand-made rows (no broker needed) ----------------------------------
 
 KAFKA_ROW = StructType(
