@@ -232,6 +232,57 @@ def test_delta_source_feeds_a_merge_that_upserts_the_latest_event_per_user(spark
     assert sorted(spark.read.format("delta").load(str(users)).collect()) == expected
 
 
+def test_a_table_changed_in_place_streams_only_through_its_change_data_feed(spark, tmp_path):
+    table = tmp_path / "users"
+    spark.sql(
+        f"CREATE TABLE delta.`{table}` (user_id STRING, visits INT) USING delta "
+        "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
+    )  # version 0
+    spark.sql(f"INSERT INTO delta.`{table}` VALUES ('U1', 1), ('U2', 1)")  # version 1
+    spark.sql(
+        f"MERGE INTO delta.`{table}` AS t USING (SELECT 'U1' AS user_id) AS s "
+        "ON t.user_id = s.user_id WHEN MATCHED THEN UPDATE SET visits = t.visits + 1"
+    )  # version 2: U1 updated in place
+
+    def stream(name, **options):
+        reader = spark.readStream.format("delta")
+        for option, value in options.items():
+            reader = reader.option(option, value)
+        rows = []
+        query = (
+            reader.load(str(table))
+            .writeStream.foreachBatch(lambda batch, _: rows.extend(batch.collect()))
+            .option("checkpointLocation", str(tmp_path / name))
+            .trigger(availableNow=True)
+            .start()
+        )
+        finish([query])
+        return rows
+
+    # A plain Delta source from the start: the MERGE's commit rewrote rows, and it stops there.
+    with pytest.raises(Exception, match="DELTA_SOURCE_TABLE_IGNORE_CHANGES"):
+        stream("plain", startingVersion=0)
+    # skipChangeCommits: the MERGE's commit is skipped, so U1's second visit never comes.
+    skipped = stream("skip", startingVersion=0, skipChangeCommits="true")
+    assert sorted((row.user_id, row.visits) for row in skipped) == [("U1", 1), ("U2", 1)]
+    # The change data feed from version 0: each change once, with its type and version.
+    changes = stream("changes", startingVersion=0, readChangeFeed="true")
+    assert sorted(
+        (row._commit_version, row._change_type, row.user_id, row.visits) for row in changes
+    ) == [
+        (1, "insert", "U1", 1),
+        (1, "insert", "U2", 1),
+        (2, "update_postimage", "U1", 2),
+        (2, "update_preimage", "U1", 1),
+    ]
+    # A new query without startingVersion: the table as it is now, every row an insert.
+    snapshot = stream("snapshot", readChangeFeed="true")
+    assert sorted((row._change_type, row.user_id, row.visits) for row in snapshot) == [
+        ("insert", "U1", 2),
+        ("insert", "U2", 1),
+    ]
+
+
 @pytest.mark.smoke
 def test_lesson_11_runs_by_itself(course_home):
     result = run_script(
