@@ -84,7 +84,7 @@ LIVE_CATEGORIES = ("books", "games", "music", "films", "toys")
 # The live part's first event time, in milliseconds: the course's day.
 START_MILLIS = int(config.BASE_EVENT_TIME.timestamp() * 1000)
 WINDOW = "1 minute"  # the event-time window of the append example
-WATERMARK_DELAY = "30 seconds"  # how late an order may arrive and still be counted
+WATERMARK_DELAY = "30 seconds"  # an order this far behind the latest is always counted
 
 ORDER_SCHEMA = "category STRING, amount DOUBLE, event_time TIMESTAMP"
 # The walk-through's input: three micro-batches of orders. Event times move forward, so
@@ -112,9 +112,10 @@ def build_category_stats(orders: DataFrame) -> DataFrame:
 
 def build_windowed_category_stats(orders: DataFrame) -> DataFrame:
     """The same numbers per event-time window, which append mode can emit once final."""
-    # The watermark (latest event time seen minus WATERMARK_DELAY) says no older order
-    # will be counted any more: a window ending before it is final, so append emits it
-    # then, once, and drops it from the state.
+    # The watermark (latest event time seen minus WATERMARK_DELAY) closes windows: once it
+    # reaches a window's end, no order can change that window any more (one that comes for it
+    # later is dropped as too late), so append emits it then, once, and drops it from the
+    # state. An order older than the watermark still counts while its window is open.
     return (
         orders.withWatermark("event_time", WATERMARK_DELAY)
         .groupBy(F.window("event_time", WINDOW), "category")

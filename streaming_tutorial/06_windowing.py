@@ -139,8 +139,9 @@ def build_sessions(readings: DataFrame) -> DataFrame:
 
 def build_closed_sessions(readings: DataFrame) -> DataFrame:
     """The same sessions, each final once the watermark has passed its end (for append mode)."""
-    # The watermark says no reading older than it will come: a session that ended before
-    # it can no longer grow or merge, so append sends it, once, and drops it from the state.
+    # The watermark closes sessions: one whose end it has reached can no longer grow or merge
+    # (a reading for it that comes later is dropped as too late, or starts a new session), so
+    # append sends it, once, and drops it from the state.
     return build_sessions(readings.withWatermark("event_time", SESSION_WATERMARK))
 
 

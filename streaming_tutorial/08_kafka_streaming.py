@@ -3,9 +3,11 @@
 What you'll learn
   - Reading a topic with ``format("kafka")``: ``subscribe``, ``startingOffsets``,
     ``maxOffsetsPerTrigger``, and the columns every Kafka row has (key, value, topic,
-    partition, offset, timestamp).
+    partition, offset, timestamp, timestampType; ``headers`` too with ``includeHeaders``).
   - Why a Kafka query often shows nothing: ``startingOffsets`` defaults to ``latest``,
     which skips every message already in the topic.
+  - Where the offsets live: in the query's checkpoint, not in a Kafka consumer group; and
+    ``failOnDataLoss`` (default true), for offsets that retention deleted before they were read.
   - Parsing the value with ``from_json`` and a schema, and sending what does not parse to
     a quarantine topic with its reason, partition, offset and raw text instead of dropping it.
   - Writing to Kafka (a ``key`` and a ``value``, here ``to_json(struct(...))``) and to the
@@ -118,6 +120,9 @@ def read_messages(
     """The topic's messages from the first one, as Kafka gives them: key, value (bytes), topic,
     partition, offset, timestamp."""
     # format("kafka") needs the connector: lesson_session(..., kafka=True) puts it on the classpath.
+    # The offsets read are kept in the query's checkpoint; Spark commits none to Kafka, so a lag
+    # tool that reads consumer groups sees nothing of this query (kafka.group.id and
+    # groupIdPrefix only name its consumers).
     return (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)
@@ -129,6 +134,10 @@ def read_messages(
         .option("startingOffsets", "earliest")
         # Bounds each micro-batch, so a backlog is worked off in steady steps, not one huge batch.
         .option("maxOffsetsPerTrigger", max_offsets_per_trigger)
+        # Not set, so at their defaults: failOnDataLoss "true" (the query fails when offsets it
+        # still needs are gone: deleted by Kafka's retention before they were read, or the
+        # topic recreated; "false" skips them, lost, with a warning in the log), and no
+        # minPartitions (one task per Kafka partition; a larger number splits big partitions).
         .load()
     )
 
@@ -137,6 +146,9 @@ def parse_events(messages: DataFrame) -> DataFrame:
     """Kafka rows -> the event's fields, where it came from, and why it cannot be used (or null)."""
     # Keys and values are bytes: cast them to text. Topic, partition, offset and timestamp say
     # where each message came from; a bad record keeps them, so it can be found and fixed.
+    # timestamp is the record's own: by default the producer's (CreateTime, timestampType 0),
+    # the broker's write time only on a topic set to message.timestamp.type=LogAppendTime (1).
+    # The record's headers come only with .option("includeHeaders", "true"): a headers column.
     text = messages.select(
         F.col("key").cast("string").alias("key"),
         F.col("value").cast("string").alias("value"),
@@ -345,6 +357,12 @@ def main(argv: list[str] | None = None) -> None:
             queries = start_pipeline(spark, bootstrap, checkpoint_root(LESSON, args), trigger)
             run_queries(queries, args, until=producer.done)
             report_lag(queries[0])
+            say("""Those offsets live in each query's checkpoint: Spark commits none to a Kafka
+                consumer group, so a lag tool that reads consumer groups sees nothing of these
+                queries; their progress reports are where the lag is. If Kafka's retention
+                deletes messages a query has not read yet (or the topic is recreated), that
+                query fails when it reaches them (failOnDataLoss, default true); with
+                failOnDataLoss false it skips them, lost, with only a warning in the log.""")
 
             banner("3. What landed in Kafka")
             ids = read_topic_back(spark, bootstrap, ENRICHED_TOPIC, "event_id STRING")
@@ -362,8 +380,13 @@ def main(argv: list[str] | None = None) -> None:
                 records were written, Spark runs the whole batch again and writes them twice.
                 Duplicates also come from upstream: run this lesson again without --reset and
                 the producer sends the same event_ids once more. So a consumer that must count
-                each event once keeps one record per event_id (dropDuplicates on event_id with
-                a watermark in Spark, an upsert by key in a database).""")
+                each event once keeps one record per event_id: an upsert by key in a database;
+                in Spark (3.5+), withWatermark on the event time, then
+                dropDuplicatesWithinWatermark(["event_id"]), which keeps an id until the
+                watermark passes its first copy's event time plus the delay. Plain
+                dropDuplicates(["event_id"]) keeps every id in its state for ever, watermark or
+                not: only a key that holds the event-time column is ever forgotten (lesson
+                15).""")
 
 
 if __name__ == "__main__":

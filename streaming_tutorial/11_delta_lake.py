@@ -5,7 +5,8 @@ What you'll learn
     a restart adds no duplicate; batch reads meanwhile see committed versions only.
   - COMPLETE mode into Delta (one commit replaces the contents); file sinks refuse it.
   - ``readStream.format("delta")``: a table's commits feed other queries, here an
-    aggregation and a ``MERGE`` (upsert) from ``foreachBatch``.
+    aggregation and a ``MERGE`` (upsert) from ``foreachBatch``; a table changed in place
+    (by MERGE) streams through its change data feed (``readChangeFeed``).
   - ``DeltaTable.history()`` and time travel (``versionAsOf``).
 
 Run
@@ -349,6 +350,15 @@ def main(argv: list[str] | None = None) -> None:
             micro-batch: matched users updated, new ones inserted, only forward in time, so a
             replayed batch changes nothing. Run again: every query continues from its
             checkpoint.""")
+        say("""user_last_event changes in place, so it cannot be read as a stream the way the
+            events table was: a Delta source takes appended rows only and fails at the first
+            commit in which MERGE updated rows (DELTA_SOURCE_TABLE_IGNORE_CHANGES; the option
+            skipChangeCommits skips such commits instead). To stream a table's changes, turn on
+            its change data feed (table property delta.enableChangeDataFeed = true, before the
+            changes) and read it with .option("readChangeFeed", "true"): each row comes with
+            _change_type (insert, update_preimage, update_postimage, delete), _commit_version
+            and _commit_timestamp. A new query first reads the table as it is, every row an
+            insert; startingVersion reads the changes from an older version on.""")
 
 
 if __name__ == "__main__":

@@ -6,12 +6,14 @@ What you'll learn
     there now, in batches that respect the source's limits, then stop) and ``once``
     (deprecated: one batch that ignores those limits; use ``availableNow``).
   - ``continuous`` (legacy): map-like queries only, no joins, no further development.
-  - Real-time mode, ``trigger(realTime="5 seconds")`` (Spark 4.1+): long-running tasks
-    that pass each record on at once; the duration is how often progress is checkpointed.
+  - Real-time mode (Spark 4.1+; from Python ``trigger(realTime="5 seconds")``, new in
+    pyspark 4.2): long-running tasks that pass each record on at once; the duration is how
+    often progress is checkpointed.
     Processing is exactly-once, the Kafka sink at-least-once: a failure can re-send up to one
     batch duration of results.
   - What real-time mode refuses in Spark 4.2: any output mode but update, stateful operators,
-    sources other than Kafka, the memory and foreachBatch sinks, durations under 5 s.
+    Python UDFs and other Python operators, sources other than Kafka, the memory and
+    foreachBatch sinks, durations under 5 s.
   - Latency measured Kafka -> Spark -> Kafka on the same messages: p50 and p90 for
     real-time mode against a micro-batch query with trigger 0.
 
@@ -177,7 +179,8 @@ def start_default(tagged: DataFrame, checkpoint: Path):
 
 
 def start_processing_time(tagged: DataFrame, checkpoint: Path):
-    """One micro-batch every 2 seconds, at the next multiple of the interval."""
+    """At most one micro-batch every 2 seconds, started at the next multiple of the interval
+    (at once if the last batch ran longer; skipped when there is nothing to do)."""
     return (
         tagged.writeStream.format("noop")
         .option("checkpointLocation", paths.uri(checkpoint))
@@ -304,9 +307,13 @@ def start_realtime_append(spark, bootstrap: str, kinds: DataFrame):
 def start_realtime_deduplicated(spark, bootstrap: str, kinds: DataFrame):
     """Real-time mode with dropDuplicates
 
-    In Spark 4.2, stateless operators only: no aggregation, dropDuplicates or stream-stream
-    join; the broadcast stream-static join of this lesson's pipeline is allowed. (Spark 4.3's
-    guide lists more: aggregations and dropDuplicates.)"""
+    In Spark 4.2 real-time mode runs only the operators on its allowlist: select, where and
+    withColumn with Spark's own functions, explode, union, withWatermark, observe, and a
+    broadcast hash join with a static table (this lesson's pipeline). Everything else fails
+    once the query runs, with OPERATOR_OR_SINK_NOT_IN_ALLOWLIST: aggregations, dropDuplicates,
+    stream-stream joins, repartition, and every Python operator (udf, pandas_udf,
+    mapInPandas, mapInArrow, Python UDTFs). (Spark 4.3's guide adds aggregations and
+    dropDuplicates.)"""
     # Every word seen so far must be remembered: that is state.
     words = read_messages(spark, bootstrap, LATENCY_TOPIC).dropDuplicates(["word"])
     return (
@@ -322,8 +329,8 @@ def start_realtime_rate(spark, bootstrap: str, kinds: DataFrame):
     """Real-time mode on the rate source
 
     Kafka is the only source in Spark 4.2. start() accepts the rate source; the query dies a
-    moment later, which only query.exception() (or awaitTermination) tells you. Spark also
-    logs it on stderr."""
+    moment later, which start() does not tell you: query.exception(), awaitTermination() or a
+    listener's onQueryTerminated does, and Spark logs it on stderr."""
     numbers = (
         spark.readStream.format("rate")
         # One row a second, numbered: a source that is not Kafka.

@@ -316,7 +316,8 @@ class ProgressPrinter(StreamingQueryListener):
         return self.watch is None or name in self.watch
 
     def onQueryStarted(self, event) -> None:
-        # Only the start event carries the name: later events carry the query's id.
+        # The start event and each progress report carry the name; the idle and terminated
+        # events carry only the query's id: keep the name by id for them.
         with self._changed:
             self.names[str(event.id)] = event.name or str(event.id)[:8]
         if self._shown(self.names[str(event.id)]):

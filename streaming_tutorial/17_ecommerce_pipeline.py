@@ -82,7 +82,7 @@ LESSON = "17_ecommerce_pipeline"
 DEFAULT_DURATION = 60
 REVENUE_WINDOW = "5 minutes"
 FUNNEL_WINDOW = "2 minutes"
-WATERMARK_DELAY = "10 minutes"  # how late an event may be and still count in its window
+WATERMARK_DELAY = "10 minutes"  # this late: always counted; later: while its window is open
 EVENT_TIME = "timestamp"  # the event-time column of ECOMMERCE_EVENT_SCHEMA
 # Shops close a session after 20-30 minutes without a click. The simulator's shoppers click a
 # few seconds apart (40 of them, 4 at a time), so its sessions end after 1 minute of event time.
@@ -348,6 +348,8 @@ def start_revenue(
 
 def start_funnel(funnel: DataFrame, checkpoint: Path, trigger: dict) -> StreamingQuery:
     """The funnel per window into the memory table 'funnel' (the query's name)."""
+    # Fine for a run of minutes, not for weeks: complete mode keeps every window in the state
+    # and the memory table on the driver, a row per 2 minutes of event time, for good.
     return (
         funnel.writeStream.format("memory")
         # A memory table holds the complete result: spark.sql reads it while the query runs.
@@ -617,6 +619,11 @@ def main(argv: list[str] | None = None) -> None:
             checkpoint rebuilds it from the query's state at the next batch"""
             + rebuilt
         )
+        say("""Complete mode keeps every window (a watermark would not change that): over a long
+            run the funnel's state and its table on the driver grow by a row per 2 minutes of
+            event time, without end. A production job adds a watermark and writes closed
+            windows in append mode (or changed ones in update mode) to a durable sink such as
+            Delta, where readers query it.""")
 
         banner("3. What the run added up to")
         print(dashboard.render_summary(board.snapshot()))

@@ -18,7 +18,9 @@ Expected columns, in this order:
   source_topic       the topic it was read from (Kafka's topic)
   source_partition   its partition (Kafka's partition)
   source_offset      its offset in that partition (Kafka's offset)
-  kafka_timestamp    when Kafka received it (Kafka's timestamp)
+  kafka_timestamp    the record's Kafka timestamp: by default when the producer created it
+                     (CreateTime); the broker's write time only on a topic set to
+                     message.timestamp.type=LogAppendTime
   event_id, user_id, event_type, product_id, product_name, category, price, quantity,
   timestamp          the event's fields (common.schemas.ECOMMERCE_EVENT_SCHEMA), null when
                      the value cannot be parsed
@@ -26,7 +28,8 @@ Expected columns, in this order:
 
 Input: a stream shaped like Kafka's rows: key STRING, value STRING, topic STRING,
 partition INT, offset LONG, timestamp TIMESTAMP. (A real Kafka source's key and value are
-BINARY: cast them to string, as the lesson does; on this input the cast changes nothing.)
+BINARY: cast them to string, as the lesson does; on this input the cast changes nothing. A
+real source also has timestampType, 0 for CreateTime and 1 for LogAppendTime.)
 
 Check it:  python course.py exercises check 08.1
 Stuck?     python course.py exercises hint 08.1

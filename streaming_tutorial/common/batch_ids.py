@@ -14,6 +14,7 @@ def query_id(batch: DataFrame) -> str:
     """The id of the query running this micro-batch, read inside a foreachBatch function.
 
     Spark sets it as a local property of the thread that runs the batch. It is kept in the
-    checkpoint: a restart has the same one, a new checkpoint a new one.
+    checkpoint: a restart has the same one, a new checkpoint a new one. Classic Spark only: over
+    Spark Connect a session has no ``sparkContext`` (JVM_ATTRIBUTE_NOT_SUPPORTED).
     """
     return batch.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")

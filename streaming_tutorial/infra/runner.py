@@ -358,7 +358,7 @@ def stop_between_batches(query, wait: float = STOP_WAIT_SECONDS) -> None:
 
 
 def is_real_time(query) -> bool:
-    """True for a query started with ``trigger(realTime=...)`` (Spark 4.1+)."""
+    """True for a query in real-time mode (Spark 4.1+; ``trigger(realTime=...)`` in pyspark 4.2)."""
     try:
         trigger = (
             query._jsq.streamingQuery().trigger()

@@ -5,7 +5,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 REVENUE_WINDOW = "5 minutes"
-WATERMARK_DELAY = "10 minutes"  # how late an event may be and still count in its window
+WATERMARK_DELAY = "10 minutes"  # this late: always counted; later: while its window is open
 EVENT_TIME = "timestamp"  # the event-time column of ECOMMERCE_EVENT_SCHEMA
 
 
