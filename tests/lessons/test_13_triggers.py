@@ -12,6 +12,7 @@ import re
 
 import lesson13_latency as latency
 import pytest
+from pyspark.sql import functions as F
 
 from conftest import load_lesson, prose, run_script
 from infra.kafka import consume_all, ensure_topics
@@ -155,11 +156,26 @@ def test_real_time_mode_refuses_append_state_the_rate_source_and_the_memory_sink
         conditions[start.__name__] = show_refusal(
             functools.partial(start, spark, kafka_bootstrap, kinds), what
         )
+    # A Python UDF, which the lesson's texts list among the refused operators.
+    shout = F.udf(lambda word: word.upper(), "string")
+    conditions["udf"] = show_refusal(
+        lambda: (
+            lesson.read_messages(spark, kafka_bootstrap, lesson.LATENCY_TOPIC)
+            .select(shout("word").alias("word"))
+            .writeStream.format("console")
+            .outputMode("update")
+            .trigger(**lesson.REALTIME)
+            .start()
+        ),
+        "Real-time mode with a Python UDF",
+    )
 
     assert (
         "STREAMING_REAL_TIME_MODE.OUTPUT_MODE_NOT_SUPPORTED" in conditions["start_realtime_append"]
     )
     assert "OPERATOR_OR_SINK_NOT_IN_ALLOWLIST" in conditions["start_realtime_deduplicated"]
+    assert "OPERATOR_OR_SINK_NOT_IN_ALLOWLIST" in conditions["udf"]
+    assert "EvalPython" in conditions["udf"], conditions["udf"]
     assert (
         "STREAMING_REAL_TIME_MODE.INPUT_STREAM_NOT_SUPPORTED" in conditions["start_realtime_rate"]
     )
