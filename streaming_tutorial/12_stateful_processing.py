@@ -166,7 +166,7 @@ def build_user_state(
         cloudpickle.register_pickle_by_value(sys.modules[__name__])
     return (
         # The watermark drives the event-time timeout; without one, EventTimeTimeout fails at
-        # start. Rows older than the previous batch's watermark are dropped before func sees
+        # start. Rows at or before the previous batch's watermark are dropped before func sees
         # them.
         events.withWatermark("timestamp", watermark_delay)
         .groupBy("user_id")

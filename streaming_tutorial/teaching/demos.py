@@ -126,9 +126,9 @@ def show_refusal(attempt: Callable[[], object], what: str) -> str:
                     raise query.exception()
     except Exception as error:  # AnalysisException at start(), StreamingQueryException when it runs
         if started:
-            # start() accepted it; the query died afterwards, and only query.exception() (or
-            # awaitTermination) tells. Show Spark's reason, not the "[STREAM_FAILED] Query [id ...]"
-            # wrapper.
+            # start() accepted it; the query died afterwards, which query.exception(),
+            # awaitTermination() or a listener's onQueryTerminated tells. Show Spark's reason, not
+            # the "[STREAM_FAILED] Query [id ...]" wrapper.
             message = first_line(STREAM_FAILED.sub("", str(error).strip(), count=1))
             print(f"{what} starts, then fails (query.exception()):\n  {message}", flush=True)
             return str(error)
