@@ -456,9 +456,12 @@ def main(argv: list[str] | None = None) -> None:
                 time. Real-time mode's tasks run for the whole batch and pass each record on at
                 once. Its '5 seconds' is how often it checkpoints progress ({checkpointed}
                 batches so far), not the latency.""")
-            say(f"""Each Kafka partition needs a core of its own for the whole batch; with too
-                few, a partition is simply not read, with no error. This topic has
-                {PARTITIONS}: the other core runs micro-batches.""")
+            say(f"""Each Kafka partition needs a core of its own for the whole batch. In Spark
+                4.2, with too few there is no error and no warning: a partition's task waits
+                for a core, starts when the batch's time is already up, and reads nothing,
+                batch after batch. That partition is never read; the only sign is its offset
+                in the progress reports, which stays put. This topic has {PARTITIONS}: the
+                other core runs micro-batches.""")
             say("""What a failure costs: real-time mode writes its offsets and commit at the END
                 of each '5 seconds' batch, while its tasks have been sending results all along.
                 A query that failed mid-batch, started again on its checkpoint, runs that batch
