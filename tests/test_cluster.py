@@ -39,6 +39,25 @@ def master_json(cluster: dict) -> dict:
     return state
 
 
+def assert_executors_keep_the_jvm_defaults(cluster: dict) -> None:
+    """Every executor the worker started kept the JVM's own compiler and collector: the driver's
+    quick compiler is for a lesson's one-minute JVM (common.session.executor_java_options).
+
+    The worker writes each executor's command at the top of its stderr, and the JVM adds there
+    any options it picked up from the environment (JAVA_TOOL_OPTIONS...).
+    """
+    logs = list((cluster["home"] / ".runtime/spark/work").glob("app-*/*/stderr"))
+    assert logs, "the worker kept no executor log"
+    for log in logs:
+        text = log.read_text(encoding="utf-8", errors="replace")
+        command = next(line for line in text.splitlines() if line.startswith("Spark Executor"))
+        assert "-Dlog4j2.configurationFile=" in command  # the course's logging, nothing else
+        jvm_flags = set(re.findall(r"-XX:[+-]?(\w+)", text))
+        assert not jvm_flags & {"TieredStopAtLevel", "UseParallelGC", "ReservedCodeCacheSize"}, (
+            command
+        )
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """A standalone master and a 2-core worker on loopback, started as a learner starts them."""
@@ -114,6 +133,7 @@ def test_a_stateful_lesson_runs_on_the_cluster_with_the_same_results(cluster, co
     ] == [("12_stateful_processing", 2)]
     offsets = (course_home / "checkpoints/12_stateful_processing/user_state/offsets/0").read_text()
     assert '"spark.sql.shuffle.partitions":"2"' in offsets
+    assert_executors_keep_the_jvm_defaults(cluster)
 
 
 @pytest.mark.smoke
@@ -183,6 +203,7 @@ def test_a_kafka_lesson_runs_through_spark_submit_on_the_cluster(
     # again.
     assert result.stderr.count(":: resolving dependencies ::") == 1
     assert any(app["name"] == "08_kafka_streaming" for app in master_json(cluster)["completedapps"])
+    assert_executors_keep_the_jvm_defaults(cluster)  # spark-submit's executors too
 
 
 def test_stop_leaves_no_process_behind(cluster):
@@ -215,6 +236,13 @@ def test_stop_leaves_no_process_behind(cluster):
 )
 def test_the_driver_binds_to_loopback_only_when_the_master_is_on_this_machine(master, local, here):
     assert (session.is_local(master), session.on_this_machine(master)) == (local, here)
+
+
+def test_executors_get_the_course_logging_but_not_the_drivers_quick_compiler():
+    assert "-XX:TieredStopAtLevel=1" in session.DRIVER_JAVA_OPTIONS  # the driver's, for a lesson
+    here = session.executor_java_options(here=True)
+    assert here == f"-Dlog4j2.configurationFile={session.LOG4J_CONFIG.as_uri()}"
+    assert session.executor_java_options(here=False) == ""  # a remote worker cannot read the file
 
 
 def test_spark_submit_without_the_lessons_packages_gets_the_exact_flag():

@@ -47,6 +47,9 @@ DEFAULT_CORES, DEFAULT_MEMORY = 2, "2g"
 START_TIMEOUT_SECONDS = 90.0
 STOP_TIMEOUT_SECONDS = 20.0
 # The daemons only schedule: a small heap and the quick compiler, as for the course's Kafka broker.
+# Only they get these (spark-class reads SPARK_DAEMON_JAVA_OPTS for the Master and Worker classes):
+# the worker builds each executor's command from the application's spark.executor.extraJavaOptions,
+# so executors keep the JVM's own compiler and collector (common.session.executor_java_options).
 DAEMON_MEMORY = "256m"
 DAEMON_JAVA_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 ROLES = ("master", "worker")

@@ -56,7 +56,8 @@ DRIVER_JAVA_OPTIONS = (
     f"{LOG4J_OPTION}{LOG4J_CONFIG.as_uri()}",
     # Only the JVM's quick (C1) compiler: a lesson's JVM lives a minute, not a day, and the
     # optimising C2 compiler spent a third of its CPU there. Measured on lesson 07 on 2 cores:
-    # 37-44 CPU-seconds -> 26-27 (docs/BENCHMARKS.md). A long-running job wants C2: drop this.
+    # 37-44 CPU-seconds -> 26-27 (docs/BENCHMARKS.md). A long-running job wants C2: drop this
+    # (a cluster's executors never get it: executor_java_options).
     "-XX:TieredStopAtLevel=1",
     # With C1 alone the JVM reserves 48 MB for compiled code instead of 240 MB. A session that
     # runs for minutes (the test suite's runs ~500 tests) filled that: the compiler stopped and
@@ -205,11 +206,16 @@ def get_spark(
         # The progress bar interleaves with the console sink's tables.
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.ui.enabled", "true" if ui else "false")
-        # Temporary checkpoints (console/memory sinks without checkpointLocation)
-        # are deleted when the query stops instead of piling up in /tmp.
+        # A query without checkpointLocation (console and memory sinks) gets a temporary one.
+        # Spark deletes it when the query stops without an error (and at the JVM's exit); this
+        # deletes it after a failure too, so a session that goes on does not keep it in /tmp.
         .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
-        # Adaptive execution does not apply to streaming plans; off, so Spark does not
-        # warn about it on every query.
+        # Adaptive query execution (AQE) off, for speed on the course's small data. In Spark 4.2
+        # it would apply to every batch job, MERGE and stateless micro-batch (Spark turns it off
+        # only in stateful queries); with 2 shuffle partitions it has nothing to coalesce, and
+        # its re-planning cost about a tenth: lesson 11's MERGE 1.02 -> 1.15 s, a Delta read
+        # 1.03 -> 1.15 s, lessons 09-11's tests 101 -> 114 s, the same rows
+        # (docs/PERFORMANCE.md). For a job on real data volumes keep Spark's default (on).
         .config("spark.sql.adaptive.enabled", "false")
     )
     if paths.REMOTE_ROOT is None:
@@ -218,8 +224,12 @@ def get_spark(
         # rename that makes each file appear whole is atomic either way, and each micro-batch
         # writes several such files: measured with python -m benchmarks on 2 cores, a
         # stateless batch 112 -> 53 ms, a stateful one 279 -> 110 ms (docs/PERFORMANCE.md).
-        # Only for local (and file:) storage: on HDFS or an object store (--storage) Spark's
-        # default is the one built for them.
+        # On a local disk no protection is lost: both managers refuse a second writer of a log
+        # entry (offsets/N, commits/N) by checking that the file does not exist yet just before
+        # the rename (Hadoop's FileContext does it inside its rename, this manager just before
+        # its own), and neither check is atomic with the rename (tests/common/test_session.py).
+        # Only for local (and file:) storage: on HDFS, where FileContext's rename without
+        # overwrite is atomic, or an object store (--storage), Spark's default is kept.
         builder = builder.config(CHECKPOINT_MANAGER_CONF, FILE_SYSTEM_CHECKPOINTS)
     if local:
         # 200 shuffle partitions (the default) means 200 tiny state stores per
@@ -256,13 +266,9 @@ def get_spark(
         builder = builder.config(
             "spark.driver.extraJavaOptions", " ".join(filter(None, java_options))
         )
-    if not local:
-        # Executors are JVMs of their own on the workers: the same JIT/GC choices, and the same
-        # quiet logging where they can read its file (a worker on this machine).
-        executor_options = [
-            option for option in DRIVER_JAVA_OPTIONS if here or not option.startswith("-Dlog4j2.")
-        ]
-        builder = builder.config("spark.executor.extraJavaOptions", " ".join(executor_options))
+    executor_options = executor_java_options(here)
+    if not local and executor_options:
+        builder = builder.config("spark.executor.extraJavaOptions", executor_options)
     packages = []
     if delta:
         packages.append(delta_package())
@@ -314,6 +320,17 @@ def get_spark(
         if not explicit:
             match_cluster_cores(spark, delta=delta)
     return spark
+
+
+def executor_java_options(here: bool) -> str:
+    """The JVM options a cluster's executors get: the course's quiet logging, where they can read
+    its file (a worker on this machine), and nothing else.
+
+    The driver's quick compiler and throughput collector (DRIVER_JAVA_OPTIONS) suit a lesson's
+    JVM, which lives a minute; an executor serves a whole application and may run for days, so it
+    keeps the JVM's own compiler (C2 too) and collector.
+    """
+    return f"{LOG4J_OPTION}{LOG4J_CONFIG.as_uri()}" if here else ""
 
 
 # The log file of this process's JVM, once get_spark started one with a log_file.
