@@ -144,6 +144,22 @@ OTHER_FAILURES = {
         "another terminal, or two of your queries were given the same checkpointLocation. Stop the "
         "other run, or give each query its own checkpoint folder, then run the lesson again."
     ),
+    # "Multiple streaming queries are concurrently using <path>": another run renamed its
+    # offsets/ or commits/ entry into place first (Spark's check just before the rename).
+    "_LEGACY_ERROR_TEMP_2207": (
+        "Another run wrote this checkpoint's next batch first: probably the same lesson runs in "
+        "another terminal, or two of your queries were given the same checkpointLocation. Stop "
+        "the other run, or give each query its own checkpoint folder, then run the lesson again; "
+        "the batch the other run wrote is kept."
+    ),
+    "STREAMING_UNFINISHED_REPARTITION_DETECTED": (
+        "An offline state repartition of this checkpoint (Spark 4.2, experimental) did not "
+        "finish: its newest offsets/ entry is the repartition's, with no commit. Run the "
+        "repartition again until it finishes; if it cannot (on the default state store it "
+        "refuses with UNSUPPORTED_PROVIDER), remove only offsets/<batch> and its .crc, for the "
+        "batch Spark's message names: the checkpoint is then as it was before, with its state "
+        "and committed batches."
+    ),
     "DELTA_CONCURRENT_TRANSACTION": (
         "Two streaming queries with the same checkpoint wrote to this Delta table at the same "
         "time: probably the same lesson runs in another terminal. Stop the other run, then run the "
