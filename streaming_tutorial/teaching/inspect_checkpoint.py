@@ -12,7 +12,8 @@ For each it prints:
 - the batches in ``offsets/`` (planned: written BEFORE a batch runs) and ``commits/`` (written
   AFTER its sink), the last committed batch, and a planned batch not committed yet, which a
   restart runs again with the same offsets;
-- the newest offsets entry: its watermark and two settings fixed for the checkpoint's life,
+- the newest offsets entry: its watermark and two settings the checkpoint fixes (the shuffle
+  partitions change only by Spark 4.2's experimental offline repartition, RocksDB state only),
   then each source's offsets: a file source's log offset and the files each batch read (its own
   log, ``sources/<i>/``), Kafka's offset per topic and partition, a Delta table's version and
   index, a counter for a rate, socket or memory source;
