@@ -410,7 +410,9 @@ def start_alert_writer(alerts: DataFrame, checkpoint: Path, trigger: dict, sqlit
         alerts.writeStream.foreach(AlertTableWriter(sqlite_file))
         .option("checkpointLocation", paths.uri(checkpoint))
         .queryName("shop_alerts_foreach_writer")
-        # In real-time mode (a Kafka source): .outputMode("update").trigger(realTime="5 seconds").
+        # Real-time mode (a Kafka source) takes .outputMode("update").trigger(realTime="5 seconds")
+        # and a writer that commits each row in process(): this one holds its transaction until
+        # close().
         .trigger(**trigger)
         .start()
     )
@@ -498,11 +500,12 @@ def read_alert_tables(sqlite_file: Path) -> dict:
 
 
 def newest_epoch(tasks: list[tuple]) -> list[tuple]:
-    """The rows of the ForeachWriter's log (read_alert_tables' tasks) of its newest epoch."""
+    """The rows of the ForeachWriter's log (read_alert_tables' tasks) of its newest epoch, by
+    partition: its tasks run at once and commit in any order."""
     if not tasks:
         return []
     newest = max(task[0] for task in tasks)
-    return [task for task in tasks if task[0] == newest]
+    return sorted((task for task in tasks if task[0] == newest), key=lambda task: task[1])
 
 
 def compare_alert_tables(before: dict, after: dict) -> str:
