@@ -496,8 +496,12 @@ def missing_folders(
 ) -> list[Damage]:
     """``offsets/``, ``commits/`` or a file source's ``sources/`` log missing."""
     found = []
-    has_sources = bool(source_logs(checkpoint))
-    if not offsets and (commits or has_sources):
+    # Before its first offsets/0, a query may already have written sources/<i>/0: a Kafka or
+    # rate source its starting offsets when it starts, a file source the files of batch 0 just
+    # before offsets/0. A stop there leaves a healthy checkpoint: the next run plans batch 0
+    # from that entry. Entries beyond 0 mean batches were planned, and offsets/ is gone.
+    planned_sources = [log for log in source_logs(checkpoint) if set(entries(log)) - {0}]
+    if not offsets and (commits or planned_sources):
         found.append(
             Damage(
                 MISSING,

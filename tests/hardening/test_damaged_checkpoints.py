@@ -324,6 +324,24 @@ def test_a_file_list_logged_before_its_batch_was_planned_removed_as_advised_is_r
     )
 
 
+def test_a_stop_before_the_first_offsets_entry_is_no_damage_and_reads_each_file_once(home):
+    # A stop after the file source logged batch 0's files, before offsets/0 was written: what a
+    # Ctrl-C in a lesson's first seconds leaves (a Kafka source's starting offsets in
+    # sources/0/0 likewise). Nothing to repair: the next run plans batch 0 from that list.
+    checkpoint = home / QUERY
+    for batch in (1, 2):
+        remove(checkpoint, f"sources/0/{batch}", f"sources/0/.{batch}.crc")
+    for batch in (0, 1, 2):
+        remove(checkpoint, f"offsets/{batch}", f"offsets/.{batch}.crc")
+        remove(checkpoint, f"commits/{batch}", f"commits/.{batch}.crc")
+
+    assert checkpoint_health.diagnose(checkpoint) == []
+    result = run_script(LESSON, "--available-now", home=home)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"Read in this run: 3 file(s): {', '.join(FILES)}" in result.stdout
+    assert "Old files read again: 0" in result.stdout
+
+
 def test_a_cut_file_list_and_its_plan_removed_as_advised_are_read_once(home):
     newest_file_list_cut_before_its_commit(home / QUERY)
     stopped_with_advice(home)
