@@ -84,7 +84,7 @@ LIVE_CATEGORIES = ("books", "games", "music", "films", "toys")
 # The live part's first event time, in milliseconds: the course's day.
 START_MILLIS = int(config.BASE_EVENT_TIME.timestamp() * 1000)
 WINDOW = "1 minute"  # the event-time window of the append example
-WATERMARK_DELAY = "30 seconds"  # an order this far behind the latest is always counted
+WATERMARK_DELAY = "30 seconds"  # an order up to this far behind the latest is always counted
 
 ORDER_SCHEMA = "category STRING, amount DOUBLE, event_time TIMESTAMP"
 # The walk-through's input: three micro-batches of orders. Event times move forward, so

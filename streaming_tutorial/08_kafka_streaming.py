@@ -122,7 +122,7 @@ def read_messages(
     # format("kafka") needs the connector: lesson_session(..., kafka=True) puts it on the classpath.
     # The offsets read are kept in the query's checkpoint; Spark commits none to Kafka, so a lag
     # tool that reads consumer groups sees nothing of this query (kafka.group.id and
-    # groupIdPrefix only name its consumers).
+    # groupIdPrefix only name its consumers, the group a secured broker's ACLs check).
     return (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)

@@ -118,7 +118,7 @@ SINK_GUARANTEES = [
     ("foreach", "at-least-once", "idempotent if keyed by the data (section 6)"),
     ("memory, console", "not fault-tolerant", "nothing survives the process"),
 ]
-# Section 7: writeStream.foreach after a kill. The file Spark splits into partitions.
+# Section 6: writeStream.foreach after a kill. The file Spark splits into partitions.
 FOREACH_PART = "a"
 # Before the kill the child reads that file in two partitions: it caps each split at half the
 # file (spark.sql.files.maxPartitionBytes). The replay runs with Spark's default cap, 128 MB: one.
@@ -288,7 +288,7 @@ def start_lines(spark, server: crash.LineServer, seen: list, checkpoint: Path) -
 class PartitionEpochGuard:
     """A ForeachWriter that skips a (partition, epoch) it wrote before: the replay guard that
     pyspark 4.2's foreach docstring still suggests. It holds only if a replayed epoch is split
-    into the same partitions, which nothing promises: section 7 breaks it."""
+    into the same partitions, which nothing promises: section 6 breaks it."""
 
     def __init__(self, database: Path):
         self.database = str(database)
@@ -369,7 +369,7 @@ class BothWriters:
 
 
 def start_foreach(spark, where, pausable: bool = False) -> StreamingQuery:
-    """The foreach query: section 7's input to both writers, row by row on the executors."""
+    """The foreach query: section 6's input to both writers, row by row on the executors."""
     writer = BothWriters(
         PartitionEpochGuard(where.output / "foreach_guard.db"),
         RecordKeyedWriter(where.output / "foreach_keyed.db"),

@@ -82,7 +82,8 @@ LESSON = "17_ecommerce_pipeline"
 DEFAULT_DURATION = 60
 REVENUE_WINDOW = "5 minutes"
 FUNNEL_WINDOW = "2 minutes"
-WATERMARK_DELAY = "10 minutes"  # this late: always counted; later: while its window is open
+# An event up to this far behind the latest counts; a later one only while its window is open.
+WATERMARK_DELAY = "10 minutes"
 EVENT_TIME = "timestamp"  # the event-time column of ECOMMERCE_EVENT_SCHEMA
 # Shops close a session after 20-30 minutes without a click. The simulator's shoppers click a
 # few seconds apart (40 of them, 4 at a time), so its sessions end after 1 minute of event time.

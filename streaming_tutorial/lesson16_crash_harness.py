@@ -19,7 +19,8 @@ blocks, and the parent, which waited for that marker, kills it::
 Points: ``before-sink`` (the batch is planned, its offsets are logged, the sink has not
 run) and ``after-sink`` (the sink has written, Spark has not yet committed the batch). A
 ``writeStream.foreach`` writer pauses per partition instead: wrapped in
-:class:`PausableWriter`, its task for one partition stops in open(), while the others write.
+:class:`PausableWriter`, the task of one partition stops before its open() (``before-sink``) or
+after its close() (``after-sink``), while the other tasks run on.
 ``tally`` then counts, by a unique record id, the rows a restarted query lost or
 wrote twice.
 """

@@ -24,7 +24,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F  # noqa: F401  (you will need it)
 
 WINDOW_SIZE = "10 seconds"  # tumbling windows of event time
-WATERMARK_DELAY = "5 seconds"  # a reading this far behind the latest event time always counts
+WATERMARK_DELAY = "5 seconds"  # a reading up to this far behind the latest event time counts
 
 
 def build_sensor_counts(readings: DataFrame) -> DataFrame:

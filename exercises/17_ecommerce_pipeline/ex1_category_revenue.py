@@ -6,7 +6,7 @@ rows of the windows that changed in it. Views and carts add up to nothing.
 
 After each batch the watermark moves to the latest event time seen minus 10 minutes. As in
 lesson 07, a purchase is too late, and dropped, when its window ended at or before the previous
-batch's watermark; a window leaves the state once the watermark has passed its end.
+batch's watermark; a window leaves the state once the watermark reaches its end.
 
 Expected columns, in this order:
   window_start, window_end  the 5-minute window (timestamps)
@@ -27,7 +27,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F  # noqa: F401  (you will need it)
 
 REVENUE_WINDOW = "5 minutes"
-WATERMARK_DELAY = "10 minutes"  # this late: always counted; later: while its window is open
+# An event up to this far behind the latest counts; a later one only while its window is open.
+WATERMARK_DELAY = "10 minutes"
 EVENT_TIME = "timestamp"  # the event-time column of ECOMMERCE_EVENT_SCHEMA
 
 

@@ -212,9 +212,9 @@ def get_spark(
         .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
         # Adaptive query execution (AQE) off, for speed on the course's small data. In Spark 4.2
         # it would apply to every batch job, MERGE and stateless micro-batch (Spark turns it off
-        # only in stateful queries); with 2 shuffle partitions it has nothing to coalesce, and
-        # its re-planning cost about a tenth: lesson 11's MERGE 1.02 -> 1.15 s, a Delta read
-        # 1.03 -> 1.15 s, lessons 09-11's tests 101 -> 114 s, the same rows
+        # only in stateful and real-time-mode queries); with 2 shuffle partitions it has nothing
+        # to coalesce, and its re-planning cost about a tenth: lesson 11's MERGE 1.02 -> 1.15 s,
+        # a Delta read 1.03 -> 1.15 s, lessons 09-11's tests 101 -> 114 s, the same rows
         # (docs/PERFORMANCE.md). For a job on real data volumes keep Spark's default (on).
         .config("spark.sql.adaptive.enabled", "false")
     )

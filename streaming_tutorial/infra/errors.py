@@ -155,10 +155,10 @@ OTHER_FAILURES = {
     "STREAMING_UNFINISHED_REPARTITION_DETECTED": (
         "An offline state repartition of this checkpoint (Spark 4.2, experimental) did not "
         "finish: its newest offsets/ entry is the repartition's, with no commit. Run the "
-        "repartition again until it finishes; if it cannot (on the default state store it "
-        "refuses with UNSUPPORTED_PROVIDER), remove only offsets/<batch> and its .crc, for the "
-        "batch Spark's message names: the checkpoint is then as it was before, with its state "
-        "and committed batches."
+        "repartition again, with the query stopped; if it cannot finish (on the default state "
+        "store it refuses with STATE_REPARTITION_INVALID_CHECKPOINT.UNSUPPORTED_PROVIDER), "
+        "remove only offsets/<batch> and its .crc, for the batch Spark's message names: the "
+        "checkpoint is then as it was before, with its state and committed batches."
     ),
     "DELTA_CONCURRENT_TRANSACTION": (
         "Two streaming queries with the same checkpoint wrote to this Delta table at the same "

@@ -20,7 +20,7 @@ EXERCISE = Exercise(
         "sends a row only when it can no longer change, and only a watermark tells Spark that: "
         "once the watermark (latest event time - delay) reaches a session's end, that session "
         "is final. A reading is not dropped just for being older than the watermark: only when "
-        "its own time plus the gap is at or before it (lesson 07).",
+        "its own time plus the gap is at or before the previous batch's watermark (lesson 07).",
         "readings.withWatermark('event_time', WATERMARK_DELAY) before "
         ".groupBy(F.session_window('event_time', SESSION_GAP), 'sensor_id'), then "
         ".agg(F.count('*').alias('readings')).",

@@ -38,9 +38,9 @@ EXERCISE = Exercise(
     mirrors="",
     hints=[
         "A watermark is (latest event time seen) - delay. Append mode sends a window once the "
-        "watermark has passed its end, and a reading for a window the watermark had already "
-        "passed is dropped. The watermark must be declared on the event-time column, before "
-        "the aggregation that uses it.",
+        "watermark reaches its end, and a reading for a window whose end the previous batch's "
+        "watermark had reached is dropped. The watermark must be declared on the event-time "
+        "column, before the aggregation that uses it.",
         "readings.withWatermark('event_time', WATERMARK_DELAY), then "
         ".groupBy(F.window('event_time', WINDOW_SIZE), 'sensor_id')"
         ".agg(F.count('*').alias('readings')).",

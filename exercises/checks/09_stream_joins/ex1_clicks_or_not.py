@@ -136,7 +136,7 @@ EXERCISE = Exercise(
             "inner_join",
             "An inner join: only the impressions that got a click come out. Join with "
             "'left_outer' to keep the others, which come out with null click columns once the "
-            "watermark has passed their time bound.",
+            "join's watermark has passed their time bound.",
             when=inner_join,
         ),
         Mistake(

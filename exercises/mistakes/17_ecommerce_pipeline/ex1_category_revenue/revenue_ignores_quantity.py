@@ -4,7 +4,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 REVENUE_WINDOW = "5 minutes"
-WATERMARK_DELAY = "10 minutes"  # this late: always counted; later: while its window is open
+# An event up to this far behind the latest counts; a later one only while its window is open.
+WATERMARK_DELAY = "10 minutes"
 EVENT_TIME = "timestamp"  # the event-time column of ECOMMERCE_EVENT_SCHEMA
 
 
