@@ -78,18 +78,42 @@ def source_files(checkpoint: Path, *, committed_only: bool = False) -> set[str]:
 
     A batch's files are logged when it is planned, before it runs. With ``committed_only``,
     only the batches the sink committed count: a planned batch that a stop or crash cut off
-    runs again with the same files on the next start (a replay, not a second read).
+    runs again with the same files on the next start (a replay, not a second read). The last
+    committed batch's offsets entry says how far into each source's log it read: usually its
+    own batch id, but a run that starts on a log entry written before a stop reads that entry
+    and the next in its first batch.
     """
     through = last_commit(checkpoint) if committed_only else None
     if committed_only and through is None:
         return set()
+    read_to = log_offsets(checkpoint / "offsets" / str(through)) if committed_only else {}
     names = set()
     for log in (checkpoint / "sources").glob("*/*"):
         if log.name.startswith("."):  # .crc checksums, files being written
             continue
-        if through is not None and int(log.name.removesuffix(".compact")) > through:
+        limit = read_to.get(log.parent.name, through)
+        if limit is not None and int(log.name.removesuffix(".compact")) > limit:
             continue
         for line in log.read_text(encoding="utf-8").splitlines():
             if line.startswith("{"):
                 names.add(PurePosixPath(unquote(urlparse(json.loads(line)["path"]).path)).name)
     return names
+
+
+def log_offsets(offsets_entry: Path) -> dict[str, int]:
+    """{source index: the file source's log offset} from one ``offsets/<batch>`` entry: its
+    version line, its settings line, then one line per source ("-" for none yet); a file
+    source's line is {"logOffset": N}. Empty when the entry cannot be read."""
+    try:
+        lines = offsets_entry.read_text(encoding="utf-8").splitlines()[2:]
+    except OSError:
+        return {}
+    found = {}
+    for index, line in enumerate(lines):
+        try:
+            offset = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(offset, dict) and isinstance(offset.get("logOffset"), int):
+            found[str(index)] = offset["logOffset"]
+    return found

@@ -73,3 +73,23 @@ def test_source_files_are_the_names_the_file_source_logged(tmp_path):
     assert checkpoints.source_files(tmp_path / "query", committed_only=True) == set()
     (tmp_path / "query" / "commits" / "0").write_text("v1\n{}\n")
     assert checkpoints.source_files(tmp_path / "query", committed_only=True) == {"tx-1.json"}
+
+
+def test_committed_files_follow_the_log_offset_the_committed_batch_read_to(tmp_path):
+    # A run started on a log entry written before a stop (sources/0/0, no offsets/0): its batch 0
+    # read log entries 0 and 1 (offsets/0 says logOffset 1), its batch 1 entry 2.
+    query = tmp_path / "query"
+    log = query / "sources" / "0"
+    log.mkdir(parents=True)
+    for entry, name in enumerate(["tx-1.json", "tx-3.json", "tx-2.json"]):
+        path = f'{{"path":"file:///in/{name}","timestamp":1,"batchId":{entry}}}'
+        (log / str(entry)).write_text(f"v1\n{path}\n")
+    (query / "offsets").mkdir()
+    (query / "offsets" / "0").write_text('v1\n{"batchWatermarkMs":0}\n{"logOffset":1}\n')
+    (query / "commits").mkdir()
+    (query / "commits" / "0").write_text("v1\n{}\n")
+
+    assert checkpoints.source_files(query, committed_only=True) == {"tx-1.json", "tx-3.json"}
+    # Without a readable offsets entry: the batch id, as before.
+    (query / "offsets" / "0").write_text("v1\n")
+    assert checkpoints.source_files(query, committed_only=True) == {"tx-1.json"}
