@@ -6,7 +6,7 @@ What you'll learn
     that changed (update), or only rows that will never change again (append).
   - Append on an aggregation fails at ``start()`` unless a watermark tells Spark when a
     row is final; with a watermark and an event-time window, append works and emits each
-    window once, after the watermark has passed its end.
+    window once, after the watermark has reached its end.
   - Complete is only allowed when there is an aggregation (it would otherwise have to
     keep every row ever seen).
   - The same three modes live, side by side, on generated orders (the rate-micro-batch
@@ -200,7 +200,7 @@ def main(argv: list[str] | None = None) -> None:
         say(f"""complete and update count orders per category. Append cannot (part 2 shows
             why), so it counts per category and {WINDOW} event-time window, with a watermark
             {WATERMARK_DELAY} behind the latest order: a window is emitted once the watermark
-            passes its end.""")
+            reaches its end.""")
         # A fresh start on every run (input and checkpoints under output/), so the table
         # never changes.
         demos.replay(
@@ -238,7 +238,7 @@ def main(argv: list[str] | None = None) -> None:
         say("""Append promises that a row, once sent, never changes. A running count per
             category changes with every new order, so Spark refuses to start: pick complete
             or update, or add a watermark and an event-time window (part 1), whose row is
-            final once the watermark has passed its end. Complete re-sends the whole result
+            final once the watermark has reached its end. Complete re-sends the whole result
             every batch; without an aggregation that would be every row ever read, kept
             forever: use append for plain row streams.""")
 

@@ -11,7 +11,7 @@ What you'll learn
   - Output modes: tumbling and sliding windows work in update mode (only the windows a
     batch changed are sent). Session windows refuse update mode: complete mode resends
     every session each batch; append mode with a watermark sends each session once, when
-    the watermark has passed its end.
+    the watermark has reached its end.
 
 Run
   python streaming_tutorial/06_windowing.py                    # the scenario, then the live part
@@ -69,7 +69,7 @@ TUMBLING_SIZE = "10 seconds"  # one window per 10 s of event time
 SLIDING_SIZE = "20 seconds"  # 20 s windows ...
 SLIDING_STEP = "10 seconds"  # ... a new one every 10 s
 SESSION_GAP = "5 seconds"  # a session ends after 5 s without a reading from its sensor
-# Append mode sends a session once the watermark (latest event time - 10 s) passes its end.
+# Append mode sends a session once the watermark (latest event time - 10 s) reaches its end.
 SESSION_WATERMARK = "10 seconds"
 LIVE_TRIGGER = "5 seconds"  # one live micro-batch every 5 s
 DEFAULT_DURATION = 15  # seconds of the live part; the scenario takes a few seconds more
@@ -138,7 +138,7 @@ def build_sessions(readings: DataFrame) -> DataFrame:
 
 
 def build_closed_sessions(readings: DataFrame) -> DataFrame:
-    """The same sessions, each final once the watermark has passed its end (for append mode)."""
+    """The same sessions, each final once the watermark has reached its end (for append mode)."""
     # The watermark closes sessions: one whose end it has reached can no longer grow or merge
     # (a reading for it that comes later is dropped as too late, or starts a new session), so
     # append sends it, once, and drops it from the state.
@@ -317,7 +317,7 @@ def main(argv: list[str] | None = None) -> None:
             runs, "closed sessions", "4. Session windows, a watermark, append mode: each once"
         )
         say("""Append sends a session only when the watermark (latest event time seen minus
-            10 s) has passed its end: then no reading can extend or merge it any more. Batch 3
+            10 s) has reached its end: then no reading can extend or merge it any more. Batch 3
             ran with the watermark at 10:30:17 and sent SENSOR-0's and SENSOR-1's first
             sessions; the empty batch 4, with 10:30:30, sent [10:30:19, 10:30:26). The last
             two sessions are still open when the input ends: a later reading would close them.

@@ -327,7 +327,7 @@ def build_new_users_per_minute(
     events: DataFrame, event_time_column: str = "first_seen"
 ) -> DataFrame:
     """Part 9: users seen for the first time, counted per minute of their first visit; each
-    minute is output once (append), when the watermark passes its end."""
+    minute is output once (append), when the watermark reaches its end."""
     send_processors_by_value()
     first_visits = (
         events.withWatermark("timestamp", WATERMARK_DELAY)
@@ -675,7 +675,7 @@ def main(argv: list[str] | None = None) -> None:
         print_batches("New users per minute of their first visit", run, describe_new_users)
         say("""transformWithState's output has no event-time column of its own: an append-mode
             window on it is refused. eventTimeColumnName makes first_seen one, under the
-            input's watermark, so each minute is output once the watermark passes its end.""")
+            input's watermark, so each minute is output once the watermark reaches its end.""")
 
 
 if __name__ == "__main__":

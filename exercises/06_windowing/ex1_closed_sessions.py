@@ -2,7 +2,7 @@
 
 A sensor is "active" while its readings come less than 5 seconds apart. Write the query that
 sends each sensor's session once, when it can no longer change: in append mode, a session is
-final once the watermark (the latest event time seen minus 10 seconds) has passed its end.
+final once the watermark (the latest event time seen minus 10 seconds) has reached its end.
 
 Expected columns, in this order:
   session_start, session_end   the session window's start and end (timestamps)
@@ -24,5 +24,5 @@ WATERMARK_DELAY = "10 seconds"
 
 
 def build_closed_sessions(readings: DataFrame) -> DataFrame:
-    """Each sensor's sessions, each sent once, when the watermark has passed its end."""
+    """Each sensor's sessions, each sent once, when the watermark has reached its end."""
     raise NotImplementedError("TODO: write the query")

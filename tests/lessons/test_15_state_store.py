@@ -443,7 +443,7 @@ def test_event_time_column_name_lets_a_window_close_after_the_processor(rocksdb,
     )
 
     # First visits: U1 10:30:05, U2 10:30:40 (batch 0), U3 10:31:20 (batch 1), U4 10:32:30
-    # (batch 2). A minute is output once the watermark (newest time - 10 s) passes its end; the
+    # (batch 2). A minute is output once the watermark (newest time - 10 s) reaches its end; the
     # last batch has no data, the watermark moved.
     assert new_users(run) == [
         [],

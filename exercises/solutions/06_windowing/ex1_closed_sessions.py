@@ -8,7 +8,7 @@ WATERMARK_DELAY = "10 seconds"
 
 
 def build_closed_sessions(readings: DataFrame) -> DataFrame:
-    """Each sensor's sessions, each sent once, when the watermark has passed its end."""
+    """Each sensor's sessions, each sent once, when the watermark has reached its end."""
     # The watermark comes before the aggregation: it tells the groupBy how long to wait.
     sessions = (
         readings.withWatermark("event_time", WATERMARK_DELAY)

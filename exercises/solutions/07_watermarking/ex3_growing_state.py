@@ -12,7 +12,7 @@ def build_sensor_windows(readings: DataFrame) -> DataFrame:
     mode)."""
     # Without a watermark any window may still get a reading, so Spark keeps them all. The
     # watermark (latest event time - MAX_LATENESS) on the column the windows are computed
-    # from lets it remove a window from the state once the watermark has passed its end.
+    # from lets it remove a window from the state once the watermark has reached its end.
     # No reading is later than that, so the rows sent do not change.
     on_time = readings.withWatermark("event_time", MAX_LATENESS)
     grouped = on_time.groupBy(F.window("event_time", WINDOW_SIZE), "sensor_id")
