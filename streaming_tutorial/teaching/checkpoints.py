@@ -14,6 +14,7 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlparse
 
 from common import paths, storage
+from infra import checkpoint_health
 
 
 def batch_ids(folder: Path) -> list[int]:
@@ -101,19 +102,14 @@ def source_files(checkpoint: Path, *, committed_only: bool = False) -> set[str]:
 
 
 def log_offsets(offsets_entry: Path) -> dict[str, int]:
-    """{source index: the file source's log offset} from one ``offsets/<batch>`` entry: its
-    version line, its settings line, then one line per source ("-" for none yet); a file
-    source's line is {"logOffset": N}. Empty when the entry cannot be read."""
-    try:
-        lines = offsets_entry.read_text(encoding="utf-8").splitlines()[2:]
-    except OSError:
+    """{source index: the file source's log offset, {"logOffset": N}} from one
+    ``offsets/<batch>`` entry, read by the checkpoint model (infra.checkpoint_health). Empty
+    when the entry is missing or not whole."""
+    if not offsets_entry.is_file():
         return {}
-    found = {}
-    for index, line in enumerate(lines):
-        try:
-            offset = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(offset, dict) and isinstance(offset.get("logOffset"), int):
-            found[str(index)] = offset["logOffset"]
-    return found
+    lines = checkpoint_health.newest_source_lines({0: offsets_entry})
+    return {
+        str(index): json.loads(line)["logOffset"]
+        for index, line in enumerate(lines)
+        if checkpoint_health.is_file_source_offset(line)
+    }

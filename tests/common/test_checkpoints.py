@@ -85,7 +85,10 @@ def test_committed_files_follow_the_log_offset_the_committed_batch_read_to(tmp_p
         path = f'{{"path":"file:///in/{name}","timestamp":1,"batchId":{entry}}}'
         (log / str(entry)).write_text(f"v1\n{path}\n")
     (query / "offsets").mkdir()
-    (query / "offsets" / "0").write_text('v1\n{"batchWatermarkMs":0}\n{"logOffset":1}\n')
+    # As Spark writes it: no newline after the last line.
+    (query / "offsets" / "0").write_text(
+        'v1\n{"batchWatermarkMs":0,"batchTimestampMs":1}\n{"logOffset":1}'
+    )
     (query / "commits").mkdir()
     (query / "commits" / "0").write_text("v1\n{}\n")
 
