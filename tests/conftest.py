@@ -166,6 +166,16 @@ def run_script(
     )
 
 
+def write_by_hand(writer, partition_id, epoch_id, rows, error=None):
+    """What pyspark 4.2 does with a ForeachWriter in one task (DataStreamWriter.foreach,
+    _construct_foreach_function): open(); process() each row only if open() returned true;
+    close() with the error that stopped the rows, or None."""
+    if writer.open(partition_id, epoch_id):
+        for row in rows:
+            writer.process(row)
+    writer.close(error)
+
+
 def prose(output: str) -> str:
     """A lesson's output with every run of whitespace made one space: the lessons wrap their
     paragraphs at 72 columns, so where a line breaks moves with the numbers in it."""

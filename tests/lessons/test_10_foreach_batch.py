@@ -21,7 +21,7 @@ from pyspark.sql import Row
 from common import database, parsing
 from common.sales import build_category_sales
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
-from conftest import load_lesson, run_script, shop_event
+from conftest import load_lesson, run_script, shop_event, write_by_hand
 from infra.files import json_lines, write_atomically
 from infra.runner import finish
 from teaching import checkpoints
@@ -295,16 +295,6 @@ def alerts_in(files):
     return {
         name: [json.loads(line) for line in text.splitlines()] for name, (_, text) in files.items()
     }
-
-
-def write_by_hand(writer, partition_id, epoch_id, rows, error=None):
-    """What pyspark 4.2 does with a ForeachWriter in one task (DataStreamWriter.foreach,
-    _construct_foreach_function): open(); process() each row only if open() returned true;
-    close() with the error that stopped the rows, or None."""
-    if writer.open(partition_id, epoch_id):
-        for row in rows:
-            writer.process(row)
-    writer.close(error)
 
 
 def alert_row(name):

@@ -18,7 +18,7 @@ import lesson16_crash_harness as crash
 import pytest
 from pyspark.errors import StreamingQueryException
 
-from conftest import load_lesson, prose, run_script
+from conftest import load_lesson, prose, run_script, write_by_hand
 from infra import errors
 from infra.runner import finish
 from teaching import checkpoints
@@ -189,15 +189,6 @@ def processes_using(home: Path) -> list[str]:
     return found
 
 
-def write_task(writer, partition_id, epoch_id, rows, error=None):
-    """What pyspark 4.2 does with a ForeachWriter in one task (DataStreamWriter.foreach):
-    open(); process() each row only if open() returned true; close() with the task's error."""
-    if writer.open(partition_id, epoch_id):
-        for row in rows:
-            writer.process(row)
-    writer.close(error)
-
-
 def test_a_replay_split_otherwise_loses_rows_behind_a_partition_epoch_guard_not_a_record_key(
     tmp_path,
 ):
@@ -209,22 +200,22 @@ def test_a_replay_split_otherwise_loses_rows_behind_a_partition_epoch_guard_not_
     both = lesson.BothWriters(guard, keyed)
 
     # Epoch 0 in two partitions; the process dies after partition 0, before partition 1.
-    write_task(both, 0, 0, rows[:3])
+    write_by_hand(both, 0, 0, rows[:3])
     # A failed task of partition 1: neither writer keeps anything of it.
-    write_task(both, 1, 0, rows[3:4], error=RuntimeError("killed"))
+    write_by_hand(both, 1, 0, rows[3:4], error=RuntimeError("killed"))
     assert crash.sqlite_ids(tmp_path / "guard.db") == ["R-0001", "R-0002", "R-0003"]
     assert crash.sqlite_ids(tmp_path / "keyed.db") == ["R-0001", "R-0002", "R-0003"]
 
     # The replay splits epoch 0 into ONE partition: the guard skips all of it.
-    write_task(both, 0, 0, rows)
+    write_by_hand(both, 0, 0, rows)
     assert crash.tally(
         [row.record_id for row in rows], crash.sqlite_ids(tmp_path / "guard.db")
     ) == crash.Tally(lost=3, duplicated=0, unexpected=0)
     assert sorted(crash.sqlite_ids(tmp_path / "keyed.db")) == [row.record_id for row in rows]
 
     # A replay split into three: the guard writes partition 1's and 2's rows, some a second time.
-    write_task(both, 1, 0, rows[2:4])
-    write_task(both, 2, 0, rows[4:])
+    write_by_hand(both, 1, 0, rows[2:4])
+    write_by_hand(both, 2, 0, rows[4:])
     assert Counter(crash.sqlite_ids(tmp_path / "guard.db")) == Counter(
         ["R-0001", "R-0002", "R-0003", "R-0003", "R-0004", "R-0005", "R-0006"]
     )
