@@ -58,7 +58,8 @@ from teaching.demos import show_refusal
 # "[label@]point:batch", comma-separated: where the child stops and waits
 PAUSE_ENV = "CRASH_PAUSE_AT"
 MARKER_ENV = "CRASH_MARKER_DIR"  # where the child writes its markers
-POINTS = ("before-sink", "after-sink")
+# after-write: inside the sink, between two of its writes (practice.survive counts them).
+POINTS = ("before-sink", "after-sink", "after-write")
 # A child JVM on a busy 2-core laptop starts in 5-30 s; a marker after 3 min is not coming.
 MARKER_TIMEOUT_SECONDS = 180
 POLL_SECONDS = 0.1

@@ -26,10 +26,10 @@ Expected columns, in this order:
                      the value cannot be parsed
   quarantine_reason  why the value cannot be used, or null for a good event
 
-Input: a stream shaped like Kafka's rows: key STRING, value STRING, topic STRING,
-partition INT, offset LONG, timestamp TIMESTAMP. (A real Kafka source's key and value are
-BINARY: cast them to string, as the lesson does; on this input the cast changes nothing. A
-real source also has timestampType, 0 for CreateTime and 1 for LogAppendTime.)
+Input: a stream with a Kafka source's columns and types: key BINARY, value BINARY,
+topic STRING, partition INT, offset LONG, timestamp TIMESTAMP, timestampType INT (0 for
+CreateTime, 1 for LogAppendTime). The key and the value are bytes, as Kafka gives them; a key
+may be null, and a value may be null (a tombstone) or bytes that are not UTF-8 text.
 
 Check it:  python course.py exercises check 08.1
 Stuck?     python course.py exercises hint 08.1

@@ -5,9 +5,11 @@ whose commit was never written runs AGAIN, with the same batch id and the same r
 exactly-once only if writing one batch id twice leaves the same result as writing it once.
 
 Write ``write_batch``, the foreachBatch function of a query that copies records to Parquet
-files under ``target``. The check runs your query in a separate process, kills it with SIGKILL
-right after your sink wrote batch 1 (before Spark committed it), restarts it on its checkpoint,
-and reads ``target``: it passes only with 0 rows lost and 0 rows duplicated.
+files under ``target`` (plain Parquet, or a Delta table, which is Parquet with a log). The
+check runs your query in a separate process and kills it with SIGKILL twice, restarting it on
+its checkpoint each time: once right after your sink returned (before Spark committed the
+batch), and once inside your sink, between two of its writes (when it makes more than one).
+Then it reads ``target``: it passes only with 0 rows lost and 0 rows duplicated.
 
 Expected columns in ``target`` (any order; the batch's own columns, nothing added):
   record_id, user_id, amount, event_time
@@ -15,7 +17,7 @@ Expected columns in ``target`` (any order; the batch's own columns, nothing adde
 Input: a stream of records, schema "record_id STRING, user_id STRING, amount DOUBLE,
 event_time TIMESTAMP" (lesson 16's).
 
-Check it:  python course.py exercises check 16.1   (it starts two Spark processes: ~1 minute)
+Check it:  python course.py exercises check 16.1   (it starts six Spark processes: ~2 minutes)
 Stuck?     python course.py exercises hint 16.1
 """
 

@@ -21,7 +21,7 @@ from lesson15_state_demos import session_conf
 from infra import errors
 from practice import catalog
 from practice.observe import Batch, Observation, observe, plain, sort_rows
-from practice.spec import Exercise, Scenario
+from practice.spec import SCRAMBLED_SETTINGS, Exercise, Scenario
 from teaching.demos import STREAM_FAILED, jvm_logs_off
 from teaching.narration import first_line
 
@@ -139,8 +139,11 @@ def run_scenario(
     spark, exercise: Exercise, module, scenario: Scenario, workdir: Path
 ) -> Observation:
     """One scenario's run of the learner's module (the exercise's own ``run``, or the standard
-    one), with the exercise's Spark settings."""
-    with session_conf(spark, exercise.settings):
+    one), with the exercise's Spark settings (and a scrambled scenario's)."""
+    settings = dict(exercise.settings)
+    if scenario.reads_scrambled:
+        settings.update(SCRAMBLED_SETTINGS)
+    with session_conf(spark, settings):
         if exercise.run is not None:
             return exercise.run(spark, exercise, module, scenario, workdir)
         return standard_run(spark, exercise, module, scenario, workdir)

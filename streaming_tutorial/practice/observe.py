@@ -105,6 +105,14 @@ def scenario_inputs(exercise: Exercise, scenario: Scenario) -> dict[str, list]:
     return {name: list(batches) + [[]] * (count - len(batches)) for name, batches in inputs.items()}
 
 
+def scenario_files(folder: Path, batches: list, scenario: Scenario) -> Path:
+    """Write ``batches`` as one file per micro-batch under ``folder``; a scrambled scenario's
+    rows in reverse order within each batch (see ``Scenario.scrambled``)."""
+    if scenario.reads_scrambled:
+        batches = [list(reversed(records)) for records in batches]
+    return write_batches(folder, batches)
+
+
 def observe(
     spark,
     exercise: Exercise,
@@ -119,7 +127,7 @@ def observe(
     for name, batches in scenario_inputs(exercise, scenario).items():
         folder = workdir / "input" / name
         folder.mkdir(parents=True)
-        write_batches(folder, batches)
+        scenario_files(folder, batches, scenario)
         streams.append(stream_batches(spark, folder, exercise.schema_of(name)))
     query_df = build(*streams)
     run = collect_batches(query_df, workdir / "checkpoint", output_mode=exercise.output_mode)

@@ -9,7 +9,9 @@ the target's rows after it.
 
 A retry tests idempotency without killing anything: one batch is written twice in a row, as
 Spark does after a crash between the sink's write and the batch's commit. How much the second
-write changed is a fact the check compares (it must be nothing).
+write changed is a fact the check compares (it must be nothing). The second write is made as a
+restarted process would make it: by the learner's function from a fresh import of their file
+(whatever it kept in memory is gone), with the same rows in other partitions.
 
 The check file says what differs per exercise, as small functions: how to call the learner's
 function (``write(batch, batch_id)``), how to read the target (``read_target() ->
@@ -28,11 +30,12 @@ from typing import Callable
 from delta.tables import DeltaTable
 
 from common import paths
-from practice.observe import Batch, Observation, plain, sort_rows
+from practice.observe import Batch, Observation, plain, scenario_files, sort_rows
 from practice.spec import Exercise, Scenario
-from teaching.microbatch import stream_batches, write_batches
+from teaching.microbatch import stream_batches
 
 QUERY_TIMEOUT_SECONDS = 120  # a scenario of a few small batches ends far sooner
+RETRY_PARTITIONS = 3  # a replayed batch's rows, in other partitions than the first time's
 
 
 @dataclass
@@ -114,6 +117,8 @@ class SinkRun:
     write: Callable  # write(batch, batch_id): the learner's function on the check's target
     read_target: Callable[[], Snapshot]
     retry: Retry | None = None
+    # () -> write, from a fresh import of the learner's file: how a restarted process writes.
+    rewrite: Callable[[], Callable] | None = None
     snapshots: list[Snapshot] = field(default_factory=list)
     facts: dict = field(default_factory=dict)
     failures: list[Exception] = field(default_factory=list)
@@ -131,9 +136,12 @@ class SinkRun:
         self.snapshots.append(self.read_target())
 
     def write_again(self, batch, batch_id: int) -> None:
-        """The retry: the same batch id and rows again, and what that changed as a fact."""
+        """The retry: the same batch id and rows again, as a restarted process writes them (a
+        fresh import of the learner's file, the rows in other partitions), and what that
+        changed as a fact."""
         before = self.read_target().rows
-        self.write(batch, batch_id)
+        write = self.rewrite() if self.rewrite is not None else self.write
+        write(batch.repartition(RETRY_PARTITIONS), batch_id)
         after = self.read_target().rows
         self.facts[self.retry.fact] = self.retry.measure(before, after)
 
@@ -151,6 +159,14 @@ class SinkRun:
         )
         batches = [Batch(snapshot.rows) for snapshot in self.snapshots]
         return Observation(columns, batches, facts=self.facts)
+
+
+def reimported(module):
+    """The learner's module imported again from its file, as a restarted process has it: a
+    guard it kept in memory (a set of batch ids it has seen) is empty again."""
+    from practice.catalog import load_module
+
+    return load_module(Path(module.__file__), "restarted")
 
 
 def start_afresh(workdir: Path) -> None:
@@ -184,14 +200,16 @@ def run_sink(
     read_target: Callable[[], Snapshot],
     *,
     retry: Retry | None = None,
+    rewrite: Callable[[], Callable] | None = None,
 ) -> Observation:
     """The scenario through ``write`` in one query: the target after each batch.
 
     ``write(batch, batch_id)`` calls the learner's function on a target under ``workdir``;
-    ``read_target()`` reads that target. ``workdir`` is emptied first.
+    ``read_target()`` reads that target; ``rewrite()`` gives ``write`` from a fresh import of
+    the learner's file, for the retry. ``workdir`` is emptied first.
     """
     start_afresh(workdir)
-    source = write_batches(workdir / "input", scenario.batches)
-    sink_run = SinkRun(write, read_target, retry)
+    source = scenario_files(workdir / "input", scenario.batches, scenario)
+    sink_run = SinkRun(write, read_target, retry, rewrite)
     run_query(spark, source, exercise.schema_of("input"), workdir / "checkpoint", sink_run.sink)
     return sink_run.observation()

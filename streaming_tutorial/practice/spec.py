@@ -26,10 +26,27 @@ class Scenario:
     ``{input name: batches}`` in the order the query's function takes them.
     ``hidden`` scenarios are never shown: other ids, another order, so a hard-coded answer
     fails.
+    ``scrambled`` (the default for a hidden scenario) reads it as a job on real data would: each
+    batch's rows in reverse order, split into several input partitions, and several shuffle
+    partitions (``SCRAMBLED_SETTINGS``), so an answer that leans on the order rows arrive in, or
+    on one partition, gets another result.
     """
 
     batches: list | dict
     hidden: bool = False
+    scrambled: bool | None = None  # None: as hidden
+
+    @property
+    def reads_scrambled(self) -> bool:
+        return self.hidden if self.scrambled is None else self.scrambled
+
+
+# A scrambled scenario's Spark settings: a JSON Lines file is split every 256 bytes (about two
+# records), and a shuffle has three partitions (the exercises' session has one).
+SCRAMBLED_SETTINGS = {
+    "spark.sql.files.maxPartitionBytes": "256",
+    "spark.sql.shuffle.partitions": "3",
+}
 
 
 @dataclass

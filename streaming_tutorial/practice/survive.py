@@ -2,38 +2,56 @@
 (lesson 16's harness), restart it on its checkpoint, and count what was lost or written twice.
 
 The child reads the scenario's files (one per micro-batch), calls the learner's
-``write_batch(batch_df, batch_id, target)`` in foreachBatch, and pauses at the point the
-exercise names (``after-sink`` of batch 1: the sink has written, Spark has not committed the
-batch, so the restart runs batch 1 again). The parent kills it there, starts it again with no
-pause, lets it finish (availableNow), then reads the target and counts by record id.
+``write_batch(batch_df, batch_id, target)`` in foreachBatch, and pauses where the parent asks;
+the parent kills it there and starts it again. A scenario is killed twice, at two kinds of
+point, then run to its end:
+
+- ``after-sink``: the sink returned, Spark has not committed the batch, so the restart runs that
+  batch again. A sink that is not idempotent writes it twice.
+- ``after-write``: inside the sink, between two of its writes. The child counts the sink's
+  writes (a DataFrame writer's save, a Delta MERGE, DELETE or UPDATE, a file opened for writing
+  under the target, a rename, a removal, a new folder) and pauses after the next to last write
+  the previous batch made, or after the first when it made one. A sink that writes its data,
+  then a "done" marker, is killed between the two: the restart finds no marker and writes the
+  data again. One that writes the marker first is killed before its data: the restart skips it.
+
+The child has what the exercise's hints allow: Delta included. After the last run the parent
+reads the target (a Delta table when it is one) and counts by record id.
 """
 
 from __future__ import annotations
 
+import builtins
+import functools
+import io
+import os
+import shutil
 import sys
 from pathlib import Path
 
 import lesson16_crash_harness as crash
 
 from common import paths
-from practice.observe import Batch, Observation, plain, scenario_inputs, sort_rows
-from teaching.microbatch import write_batches
+from practice.observe import Batch, Observation, plain, scenario_files, scenario_inputs, sort_rows
 
 NOT_STARTED_EXIT = 3  # the child's exit code when the learner's function still raises its TODO
-KILL_AT = "sink@after-sink:1"  # after the sink wrote batch 1, before Spark committed it
 ID_COLUMN = "record_id"
+LABEL = "sink"
+# The kills of a visible scenario, and of a hidden one: (point, batch) in the order they come.
+KILLS = (("after-sink", 1), ("after-write", 2))
+HIDDEN_KILLS = (("after-write", 1), ("after-sink", 2))
 
 
 def run(spark, exercise, module, scenario, workdir: Path) -> Observation:
-    """The exercise's ``run``: one kill and one restart, then the tally as facts."""
+    """The exercise's ``run``: two kills and restarts, a last run to the end, then the tally as
+    facts."""
     from practice.checking import NotStarted
 
     if workdir.exists():
         paths.remove_tree(workdir, allow_outside=True)
     batches = scenario_inputs(exercise, scenario)["input"]
-    source = write_batches(workdir / "input", batches)
+    source = scenario_files(workdir / "input", batches, scenario)
     target = workdir / "target"
-    checkpoint = workdir / "checkpoint"
     command = [
         sys.executable,
         "-m",
@@ -42,24 +60,34 @@ def run(spark, exercise, module, scenario, workdir: Path) -> Observation:
         module.__file__,
         str(source),
         str(target),
-        str(checkpoint),
+        str(workdir / "checkpoint"),
     ]
     log = workdir / "child.log"
     markers = workdir / "markers"
-    env = {"PYTHONPATH": str(paths.LESSONS_DIR)}
-    with crash.child_process(command, log, markers, pause_at=KILL_AT, env=env) as child:
-        try:
-            child.wait_for_marker("after-sink", 1, "sink")
-        except crash.CrashError:
-            if child.process.returncode == NOT_STARTED_EXIT:
-                raise NotStarted() from None
-            raise
-        child.kill()
+    env = {"PYTHONPATH": crash.python_path()}
+    kills = HIDDEN_KILLS if scenario.hidden else KILLS
+    for point, batch_id in kills:
+        pause_at = f"{LABEL}@{point}:{batch_id}"
+        with crash.child_process(command, log, markers, pause_at=pause_at, env=env) as child:
+            try:
+                child.wait_for_marker(point, batch_id, LABEL)
+            except crash.CrashError:
+                if child.process.returncode == NOT_STARTED_EXIT:
+                    raise NotStarted() from None
+                raise
+            child.kill()
     with crash.child_process(command, log, markers, env=env) as child:
         child.wait()
-    rows = spark.read.parquet(paths.uri(target)).collect() if target.exists() else []
+    rows = read_target(spark, target)
+    held = [row[ID_COLUMN] for row in rows]
     wanted = [record[ID_COLUMN] for batch in batches for record in batch]
-    tally = crash.tally(wanted, [row[ID_COLUMN] for row in rows])
+    tally = crash.tally(wanted, held)
+    facts = {"rows lost": tally.lost, "rows duplicated": tally.duplicated}
+    for point, batch_id in kills:
+        ids = [record[ID_COLUMN] for record in batches[batch_id]]
+        of_batch = crash.tally(ids, [row_id for row_id in held if row_id in set(ids)])
+        facts[kill_fact(point, batch_id, "lost")] = of_batch.lost
+        facts[kill_fact(point, batch_id, "duplicated")] = of_batch.duplicated
     # The input's columns, in the input's order: a partition column the sink added (batch_id=N
     # folders) is how it stored the rows, not part of them.
     columns = list(next(record for batch in batches for record in batch))
@@ -67,8 +95,170 @@ def run(spark, exercise, module, scenario, workdir: Path) -> Observation:
     return Observation(
         columns,
         [Batch(sort_rows(ordered))],
-        facts={"rows lost": tally.lost, "rows duplicated": tally.duplicated},
+        facts=facts,
     )
+
+
+WHERE = {
+    "after-sink": "killed after the sink returned",
+    "after-write": "killed inside the sink, between two of its writes",
+}
+
+
+def kill_fact(point: str, batch_id: int, what: str) -> str:
+    """'rows of batch 2 (killed inside the sink, between two of its writes) duplicated'."""
+    return f"rows of batch {batch_id} ({WHERE[point]}) {what}"
+
+
+def damage_at(point: str, what: str):
+    """A Mistake's ``when``: the batch killed at ``point`` has rows ``what`` ('lost',
+    'duplicated') in the learner's target."""
+
+    def when(mine, wanted) -> bool:
+        return any(
+            name.endswith(f") {what}") and WHERE[point] in name and count > 0
+            for name, count in mine.facts.items()
+        )
+
+    return when
+
+
+def read_target(spark, target: Path) -> list:
+    """The rows the learner's sink left in ``target``: a Delta table's (its log says which files
+    count), else those of every Parquet file in any folder under it (Spark's readers skip names
+    that start with "_" or ".", as a job reading the folder would); none when there are none."""
+    if (target / "_delta_log").is_dir():
+        return spark.read.format("delta").load(paths.uri(target)).collect()
+    if not any(target.rglob("*.parquet")):
+        return []
+    return spark.read.option("recursiveFileLookup", "true").parquet(paths.uri(target)).collect()
+
+
+# --- in the child -------------------------------------------------------------------------
+
+
+class WriteCounter:
+    """Counts the sink's writes in each batch and pauses between two of them when asked.
+
+    ``sink(batch_df, batch_id)`` runs the learner's function. Every write it makes calls
+    :meth:`wrote`; the counter pauses (``after-write``) after the write numbered one less than
+    the previous batch's count in this process (at least the first): between a batch's data and
+    what it writes after them.
+    """
+
+    def __init__(self, write, target: Path) -> None:
+        self.write = write
+        self.target = target.resolve()
+        self.batch_id: int | None = None
+        self.writes = 0
+        self.previous_writes = 0
+
+    def sink(self, batch_df, batch_id: int) -> None:
+        self.batch_id, self.writes = batch_id, 0
+        try:
+            self.write(batch_df, batch_id)
+        finally:
+            self.batch_id = None
+        if self.writes == 0:
+            # No write the counter saw: the only point inside the sink is its end.
+            crash.pause_here("after-write", batch_id, LABEL)
+        self.previous_writes = self.writes
+
+    def wrote(self, path=None) -> None:
+        """A write happened (under the target, when ``path`` is given)."""
+        if self.batch_id is None or (path is not None and not self.under_target(path)):
+            return
+        self.writes += 1
+        if self.writes == max(1, self.previous_writes - 1):
+            crash.pause_here("after-write", self.batch_id, LABEL)
+
+    def under_target(self, path) -> bool:
+        try:
+            resolved = Path(os.fsdecode(path)).resolve()
+        except (TypeError, ValueError):
+            return False  # a file descriptor, not a path
+        return resolved == self.target or self.target in resolved.parents
+
+
+class CountedFile:
+    """A file opened for writing under the target: the write counts when the file is closed
+    (by ``with`` or ``close()``), once its data are in it."""
+
+    def __init__(self, handle, on_close) -> None:
+        self._handle = handle
+        self._on_close = on_close
+        self._counted = False
+
+    def __getattr__(self, name):
+        return getattr(self._handle, name)
+
+    def __iter__(self):
+        return iter(self._handle)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_) -> bool:
+        self.close()
+        return False
+
+    def close(self) -> None:
+        self._handle.close()
+        if not self._counted:
+            self._counted = True
+            self._on_close()
+
+
+def count_writes(counter: WriteCounter) -> None:
+    """Make every kind of write the learner's sink may make call ``counter.wrote``."""
+    from delta.tables import DeltaMergeBuilder, DeltaTable
+    from pyspark.sql.readwriter import DataFrameWriter, DataFrameWriterV2
+
+    def after(function, path_of=None):
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            result = function(*args, **kwargs)
+            counter.wrote(path_of(*args, **kwargs) if path_of else None)
+            return result
+
+        return wrapper
+
+    for name in ("save", "parquet", "json", "csv", "orc", "text", "saveAsTable", "insertInto"):
+        setattr(DataFrameWriter, name, after(getattr(DataFrameWriter, name)))
+    for name in ("append", "overwrite", "overwritePartitions", "create", "replace"):
+        setattr(DataFrameWriterV2, name, after(getattr(DataFrameWriterV2, name)))
+    DeltaMergeBuilder.execute = after(DeltaMergeBuilder.execute)
+    for name in ("delete", "update"):
+        setattr(DeltaTable, name, after(getattr(DeltaTable, name)))
+
+    def first(path, *_, **__):
+        return path
+
+    opened = builtins.open
+
+    @functools.wraps(opened)
+    def open_counted(file, mode="r", *args, **kwargs):
+        handle = opened(file, mode, *args, **kwargs)
+        if isinstance(file, int) or not any(letter in mode for letter in "wax+"):
+            return handle
+        return CountedFile(handle, lambda: counter.wrote(file))
+
+    builtins.open = io.open = open_counted
+    raw_open = os.open
+
+    @functools.wraps(raw_open)
+    def os_open_counted(path, flags, *args, **kwargs):
+        descriptor = raw_open(path, flags, *args, **kwargs)
+        if flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+            counter.wrote(path)
+        return descriptor
+
+    os.open = os_open_counted
+    for module, name in ((os, "replace"), (os, "rename"), (os, "remove"), (os, "unlink")):
+        setattr(module, name, after(getattr(module, name), first))
+    os.mkdir = after(os.mkdir, first)
+    os.rmdir = after(os.rmdir, first)
+    shutil.rmtree = after(shutil.rmtree, first)
 
 
 def child(check_file: str, module_file: str, source: str, target: str, checkpoint: str) -> int:
@@ -79,18 +269,23 @@ def child(check_file: str, module_file: str, source: str, target: str, checkpoin
     exercise = load_exercise(Path(check_file))
     module = load_module(Path(module_file))
     spark = get_spark(
-        "exercise-survive", ui=False, extra_conf={"spark.sql.shuffle.partitions": "1"}
+        "exercise-survive",
+        delta=True,
+        ui=False,
+        extra_conf={"spark.sql.shuffle.partitions": "1"},
     )
     spark.sparkContext.setLogLevel("ERROR")
 
     def write(batch_df, batch_id: int) -> None:
         module.write_batch(batch_df, batch_id, target)
 
+    counter = WriteCounter(write, Path(target))
+    count_writes(counter)
     query = (
         spark.readStream.schema(exercise.schemas)
         .option("maxFilesPerTrigger", 1)
         .json(paths.uri(Path(source)))
-        .writeStream.foreachBatch(crash.pausable(write, "sink"))
+        .writeStream.foreachBatch(crash.pausable(counter.sink, LABEL))
         .option("checkpointLocation", paths.uri(Path(checkpoint)))
         .trigger(availableNow=True)
         .start()

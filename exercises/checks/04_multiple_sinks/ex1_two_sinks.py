@@ -33,19 +33,21 @@ def write_file(folder: Path, number: int, records: list, first_mtime: float) -> 
     os.utime(path, (first_mtime + number, first_mtime + number))
 
 
-def read_lines(spark, folder: Path):
-    """Lesson 04's read_events: the lines as text, one file per micro-batch, parsed."""
+def read_lines(spark, folder: Path, files_per_trigger: int = 1):
+    """Lesson 04's read_events: the lines as text, ``files_per_trigger`` files per micro-batch,
+    parsed."""
     lines = (
         spark.readStream.format("text")
-        .option("maxFilesPerTrigger", 1)
+        .option("maxFilesPerTrigger", files_per_trigger)
         .load(paths.uri(folder))
         .withColumn("source_file", F.col("_metadata.file_name"))
     )
     return parsing.parse_json(lines, ECOMMERCE_EVENT_SCHEMA)
 
 
-def start_and_finish(spark, module, lines, workdir: Path) -> None:
-    """Call the learner's start_sinks, then let every query it started read all there is."""
+def start_and_finish(spark, module, lines, workdir: Path) -> set:
+    """Call the learner's start_sinks, then let every query it started read all there is: the
+    ids of the queries it started."""
     from practice.checking import NotStarted
 
     before = {query.id for query in spark.streams.active}
@@ -73,6 +75,7 @@ def start_and_finish(spark, module, lines, workdir: Path) -> None:
     for query in queries:
         if query.exception():
             raise query.exception()
+    return {str(query.id) for query in queries}
 
 
 def partition_of(file_uri: str, folder: Path) -> str:
@@ -101,18 +104,35 @@ def read_sinks(spark, workdir: Path) -> list:
 
 def run_and_restart(spark, exercise, module, scenario, workdir: Path) -> Observation:
     """Every file but the last, one run; then the last file, and a second run (the restart) on
-    the same folders and checkpoints. One Batch per run: both folders' rows after it."""
+    the same folders and checkpoints. One Batch per run: both folders' rows after it.
+
+    A restart must resume, not start over. A query started over on a new checkpoint would read
+    every file again, and its file sink's own log (which skips a batch id it has written) could
+    hide that when the batches fell as before; so the restart reads two files per trigger
+    (other batch boundaries), and the fact compares the queries' ids, which a query keeps in its
+    checkpoint."""
     if workdir.exists():
         paths.remove_tree(workdir, allow_outside=True)
     batches = scenario.batches
     first_mtime = time.time() - len(batches) - 60
     runs = []
-    for files in (range(len(batches) - 1), [len(batches) - 1]):
+    ids = []
+    for files, per_trigger in ((range(len(batches) - 1), 1), ([len(batches) - 1], 2)):
         for number in files:
             write_file(workdir / "input", number, batches[number], first_mtime)
-        start_and_finish(spark, module, read_lines(spark, workdir / "input"), workdir)
+        lines = read_lines(spark, workdir / "input", per_trigger)
+        ids.append(start_and_finish(spark, module, lines, workdir))
         runs.append(Batch(read_sinks(spark, workdir)))
-    return Observation(COLUMNS, runs)
+    return Observation(COLUMNS, runs, facts={RESUMED: ids[0] == ids[1]})
+
+
+RESUMED = "the restart resumed each query (the same query ids)"
+
+
+def started_over(mine, wanted) -> bool:
+    """The restarted queries have new ids: they did not resume from the first run's
+    checkpoints."""
+    return mine.facts.get(RESUMED) is False
 
 
 def row_set(batch) -> set:
@@ -201,6 +221,14 @@ EXERCISE = Exercise(
         ),
     ],
     mistakes=[
+        Mistake(
+            "checkpoint_per_run",
+            "The restart did not resume: the queries it started have new ids, so their "
+            "checkpoints were not the first run's (a new folder each run, a temporary one, or "
+            "a name with the time in it). A query's checkpoint must be the same folder on every "
+            "run: that is how it knows what it has read and written.",
+            when=started_over,
+        ),
         Mistake(
             "no_checkpoint",
             "A file sink without a checkpoint: Spark refuses to start it, since a restart "

@@ -1,6 +1,8 @@
+import base64
 import json
 
 from pyspark.sql.types import (
+    BinaryType,
     IntegerType,
     LongType,
     StringType,
@@ -12,15 +14,16 @@ from pyspark.sql.types import (
 from practice.scenarios import at
 from practice.spec import Exercise, Mistake, Scenario
 
-# The columns of a Kafka source's rows, with key and value already text (Kafka gives bytes).
+# The columns of a Kafka source's rows, with their types: key and value are bytes.
 KAFKA_SCHEMA = StructType(
     [
-        StructField("key", StringType()),
-        StructField("value", StringType()),
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
         StructField("topic", StringType()),
         StructField("partition", IntegerType()),
         StructField("offset", LongType()),
         StructField("timestamp", TimestampType()),
+        StructField("timestampType", IntegerType()),
     ]
 )
 TOPIC = "shop-events"
@@ -33,15 +36,26 @@ def event(event_id, user, kind, time_of_day, **fields) -> str:
     return json.dumps(record, separators=(",", ":"))
 
 
+def as_bytes(text: str | bytes | None) -> str | None:
+    """A key or value as the JSON file holds bytes: base64, which Spark's JSON reader decodes
+    into a BINARY column (Kafka's type). Text is UTF-8 encoded first, as producers do."""
+    if text is None:
+        return None
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    return base64.b64encode(data).decode("ascii")
+
+
 def message(partition, offset, key, value, time_of_day) -> dict:
-    """One Kafka row: the key and value (text, or None) at ``offset`` of ``partition``."""
+    """One Kafka row: the key and value (text, bytes or None) at ``offset`` of ``partition``,
+    with CreateTime (timestampType 0)."""
     return {
-        "key": key,
-        "value": value,
+        "key": as_bytes(key),
+        "value": as_bytes(value),
         "topic": TOPIC,
         "partition": partition,
         "offset": offset,
         "timestamp": at(time_of_day),
+        "timestampType": 0,
     }
 
 
@@ -77,7 +91,9 @@ EXERCISE = Exercise(
     output_mode="append",
     mirrors="08_kafka_streaming:parse_events",
     hints=[
-        "A Kafka row is key, value, topic, partition, offset, timestamp. Cast key and value to "
+        "A Kafka row is key, value, topic, partition, offset, timestamp, timestampType. Which "
+        "of them are bytes, and what must happen to bytes before from_json can read them? Cast "
+        "key and value to "
         "text, give the other four their source_ names, then parse: a value that cannot be "
         "used keeps its row, with a reason, instead of being dropped.",
         "messages.select(F.col('key').cast('string').alias('key'), "
@@ -119,7 +135,7 @@ EXERCISE = Exercise(
             ]
         ),
         # Other bad values: a null value (a tombstone), two records in one value, a quantity
-        # that is a word, a timestamp that is not one.
+        # that is a word, a timestamp that is not one, bytes that are not text.
         Scenario(
             [
                 [
@@ -156,6 +172,8 @@ EXERCISE = Exercise(
                     message(
                         0, 42, "USER-3", event("EV-25", "USER-3", "cart", "11:00:06"), "11:00:07"
                     ),
+                    # Bytes that are no UTF-8 text, and a key that is not one either.
+                    message(1, 43, b"\xc3\x28", b"\xff\xfe\x00\x01", "11:00:08"),
                 ],
             ],
             hidden=True,

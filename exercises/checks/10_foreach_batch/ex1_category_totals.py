@@ -11,7 +11,7 @@ from pathlib import Path
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 from practice.observe import Observation
 from practice.scenarios import shop_event
-from practice.sinks import Retry, Snapshot, read_delta_table, rows_changed, run_sink
+from practice.sinks import Retry, Snapshot, read_delta_table, reimported, rows_changed, run_sink
 from practice.spec import Exercise, Mistake, Scenario
 
 RETRIED_BATCH = 1  # the batch the check writes twice
@@ -33,13 +33,25 @@ def run(spark, exercise, module, scenario, workdir: Path) -> Observation:
     changes."""
     table = workdir / "category_totals"
 
-    def write(batch, batch_id: int) -> None:
-        module.write_category_totals(batch, batch_id, table)
+    def write_with(learner):
+        def write(batch, batch_id: int) -> None:
+            learner.write_category_totals(batch, batch_id, table)
+
+        return write
 
     def read_target() -> Snapshot:
         return read_delta_table(spark, table)
 
-    return run_sink(spark, exercise, scenario, workdir, write, read_target, retry=RETRY)
+    return run_sink(
+        spark,
+        exercise,
+        scenario,
+        workdir,
+        write_with(module),
+        read_target,
+        retry=RETRY,
+        rewrite=lambda: write_with(reimported(module)),
+    )
 
 
 def two_rows_for_one_category(mine, wanted) -> bool:

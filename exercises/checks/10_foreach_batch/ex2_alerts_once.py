@@ -14,7 +14,7 @@ from pathlib import Path
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 from practice.observe import Observation, plain
 from practice.scenarios import shop_event
-from practice.sinks import Retry, Snapshot, copies_changed, rows_with_copies, run_sink
+from practice.sinks import Retry, Snapshot, copies_changed, reimported, rows_with_copies, run_sink
 from practice.spec import Exercise, Mistake, Scenario
 
 RETRIED_BATCH = 1  # the batch the check writes twice
@@ -59,13 +59,25 @@ def run(spark, exercise, module, scenario, workdir: Path) -> Observation:
     retry's changes."""
     folder = workdir / "alerts"
 
-    def write(batch, batch_id: int) -> None:
-        module.write_alerts(batch, batch_id, folder)
+    def write_with(learner):
+        def write(batch, batch_id: int) -> None:
+            learner.write_alerts(batch, batch_id, folder)
+
+        return write
 
     def read_target() -> Snapshot:
         return Snapshot(COLUMNS, read_alerts(folder))
 
-    return run_sink(spark, exercise, scenario, workdir, write, read_target, retry=RETRY)
+    return run_sink(
+        spark,
+        exercise,
+        scenario,
+        workdir,
+        write_with(module),
+        read_target,
+        retry=RETRY,
+        rewrite=lambda: write_with(reimported(module)),
+    )
 
 
 def alerts_disappear(mine, wanted) -> bool:

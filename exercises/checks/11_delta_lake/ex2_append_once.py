@@ -13,19 +13,19 @@ from delta.tables import DeltaTable
 
 from common import paths
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
-from practice.observe import Observation, plain
+from practice.observe import Observation, plain, scenario_files
 from practice.scenarios import shop_event
 from practice.sinks import (
     Retry,
     SinkRun,
     Snapshot,
     copies_added,
+    reimported,
     rows_with_copies,
     run_query,
     start_afresh,
 )
 from practice.spec import Exercise, Mistake, Scenario
-from teaching.microbatch import write_batches
 
 RETRIED_BATCH = 1  # the first query's batch the check writes twice
 RETRY = Retry(RETRIED_BATCH, f"rows the retry of batch {RETRIED_BATCH} added", copies_added)
@@ -49,18 +49,23 @@ def read_table(spark, table: Path) -> list:
 def run(spark, exercise, module, scenario, workdir: Path) -> Observation:
     """The scenario through the learner's sink, in two queries: the table after each batch."""
     start_afresh(workdir)
-    first = write_batches(workdir / "input" / "first", scenario.batches[:-1])
-    second = write_batches(workdir / "input" / "second", scenario.batches[-1:])
+    first = scenario_files(workdir / "input" / "first", scenario.batches[:-1], scenario)
+    second = scenario_files(workdir / "input" / "second", scenario.batches[-1:], scenario)
     schema = exercise.schema_of("input")
     table = workdir / "events"
 
-    def write(batch, batch_id: int) -> None:
-        module.write_events_once(batch, batch_id, table)
+    def write_with(learner):
+        def write(batch, batch_id: int) -> None:
+            learner.write_events_once(batch, batch_id, table)
+
+        return write
 
     def read_target() -> Snapshot:
         return Snapshot(COLUMNS, read_table(spark, table))
 
-    sink_run = SinkRun(write, read_target, RETRY)
+    sink_run = SinkRun(
+        write_with(module), read_target, RETRY, lambda: write_with(reimported(module))
+    )
     run_query(spark, first, schema, workdir / "checkpoint-first", sink_run.sink)
     if not sink_run.failures:
         before = sink_run.snapshots[-1].rows if sink_run.snapshots else []

@@ -14,10 +14,6 @@ def record(record_id: str, user: str, amount: float, time_of_day: str) -> dict:
     }
 
 
-def duplicated(mine, wanted):
-    return mine.facts.get("rows duplicated", 0) > 0
-
-
 EXERCISE = Exercise(
     title="A sink that survives kill -9",
     kind="survive",
@@ -36,7 +32,8 @@ EXERCISE = Exercise(
         "batch_id=N folder names are a partition column when Spark reads target.",
     ],
     scenarios=[
-        # Three micro-batches; the kill comes after the sink wrote batch 1, before its commit.
+        # Three micro-batches; one kill after the sink wrote batch 1, before its commit, one
+        # inside the sink of batch 2 (survive.KILLS).
         Scenario(
             [
                 [record("R-1", "U-1", 10.0, "10:00:00"), record("R-2", "U-2", 20.0, "10:00:05")],
@@ -56,9 +53,28 @@ EXERCISE = Exercise(
     mistakes=[
         Mistake(
             "ignores_batch_id",
-            "Your sink ignores the batch id: the batch Spark ran again after the kill was "
-            "appended a second time. Key the write by batch_id (its own folder, overwritten).",
-            when=duplicated,
+            "The batch Spark ran again after the kill that followed your sink was written a "
+            "second time: its rows were added again instead of replacing the first attempt's. "
+            "A replay brings the same batch id: a write keyed by it (a folder of its own, "
+            "overwritten) changes nothing the second time. A guard kept in Python memory (a set "
+            "of the batch ids written) is gone in the restarted process.",
+            when=survive.damage_at("after-sink", "duplicated"),
+        ),
+        Mistake(
+            "data_then_marker",
+            "Your sink survives a kill after it returns, but not one between two of its writes: "
+            "killed there, its batch was written twice after the restart. The first write "
+            "happened, what said so did not, and the replay wrote it again. Make the write that "
+            "holds the data the one that says it is done: overwrite a folder of the batch's own, "
+            "or Delta with txnAppId and txnVersion (the commit holds both).",
+            when=survive.damage_at("after-write", "duplicated"),
+        ),
+        Mistake(
+            "marker_then_data",
+            "Rows were lost after a kill between two of your sink's writes: the restart took "
+            "the batch as done, but its data had not been written. Whatever says a batch is done "
+            "must come with its data, never before it.",
+            when=survive.damage_at("after-write", "lost"),
         ),
     ],
 )
