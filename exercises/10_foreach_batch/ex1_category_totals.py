@@ -9,7 +9,9 @@ so far. ``build_category_sales(batch)`` (lesson 10's) gives one batch's sales pe
 Spark runs a batch again, with the same id and the same rows, when it crashed after your write
 but before it recorded the batch as done. The check runs your function for each micro-batch,
 runs batch 1 a second time (such a retry), and reads the table after each batch: the retry
-must change nothing.
+must change nothing. It runs the retry as a restarted process would: from a fresh import of
+your file, with the rows in other partitions. It also stops batch 2 inside your function, right
+after one of its writes (a table write or MERGE, a file), then runs batch 2 again.
 
 Expected columns of the table, in this order:
   category    the product category

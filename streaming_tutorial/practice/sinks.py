@@ -32,6 +32,7 @@ from delta.tables import DeltaTable
 from common import paths
 from practice.observe import Batch, Observation, plain, scenario_files, sort_rows
 from practice.spec import Exercise, Scenario
+from practice.writes import SimulatedCrash, WriteCounter, counting_writes
 from teaching.microbatch import stream_batches
 
 QUERY_TIMEOUT_SECONDS = 120  # a scenario of a few small batches ends far sooner
@@ -51,11 +52,26 @@ class Retry:
     """Write batch ``batch_id`` twice in a row, and keep how much the second write changed.
 
     ``measure(rows before, rows after)`` is that change, kept as the fact named ``fact``.
+    ``crashed_batch``: a batch whose first write is stopped between two of the sink's writes,
+    as a crash would stop it (``practice.writes``), then written again as a restarted process
+    writes it; the target after it is compared as every batch's is.
     """
 
     batch_id: int
     fact: str
     measure: Callable[[list, list], int]
+    crashed_batch: int | None = None
+
+    def damaged_by_crash(self, mine: Observation, wanted: Observation) -> bool:
+        """A Mistake's ``when``: the target is right after every batch before the crashed one,
+        and not after it."""
+        number = self.crashed_batch
+        if number is None or min(len(mine.batches), len(wanted.batches)) <= number:
+            return False
+        pairs = zip(mine.batches[:number], wanted.batches[:number], strict=True)
+        if any(got.rows != want.rows for got, want in pairs):
+            return False
+        return mine.batches[number].rows != wanted.batches[number].rows
 
     def changed_target(self, mine: Observation, wanted: Observation) -> bool:
         """A Mistake's ``when``: the second write of the batch changed the learner's target."""
@@ -119,6 +135,8 @@ class SinkRun:
     retry: Retry | None = None
     # () -> write, from a fresh import of the learner's file: how a restarted process writes.
     rewrite: Callable[[], Callable] | None = None
+    target: Path | None = None  # where the sink writes: its file writes there are counted
+    previous_writes: int = 0  # how many writes the sink made for the batch before
     snapshots: list[Snapshot] = field(default_factory=list)
     facts: dict = field(default_factory=dict)
     failures: list[Exception] = field(default_factory=list)
@@ -127,13 +145,41 @@ class SinkRun:
         if self.failures:
             return  # the learner's function failed on an earlier batch: the run is over
         try:
-            self.write(batch, batch_id)
+            if self.retry is not None and batch_id == self.retry.crashed_batch:
+                self.write_crashed(batch, batch_id)
+            else:
+                self.write_counted(batch, batch_id)
             if self.retry is not None and batch_id == self.retry.batch_id:
                 self.write_again(batch, batch_id)
         except Exception as error:
             self.failures.append(error)
             return
         self.snapshots.append(self.read_target())
+
+    def write_counted(self, batch, batch_id: int) -> None:
+        """The learner's write, its writes counted (for the crash of a later batch)."""
+        counter = WriteCounter(self.target, lambda number: None)
+        with counting_writes(counter):
+            self.write(batch, batch_id)
+        self.previous_writes = counter.count
+
+    def write_crashed(self, batch, batch_id: int) -> None:
+        """The learner's write stopped after the write numbered one less than the previous
+        batch's count (at least the first): between the data and what the sink writes after
+        them. Then the batch again, as a restarted process writes it."""
+        stop_at = max(1, self.previous_writes - 1)
+
+        def crash(number: int) -> None:
+            if number == stop_at:
+                raise SimulatedCrash()
+
+        try:
+            with counting_writes(WriteCounter(self.target, crash)):
+                self.write(batch, batch_id)
+        except SimulatedCrash:
+            pass
+        write = self.rewrite() if self.rewrite is not None else self.write
+        write(batch.repartition(RETRY_PARTITIONS), batch_id)
 
     def write_again(self, batch, batch_id: int) -> None:
         """The retry: the same batch id and rows again, as a restarted process writes them (a
@@ -201,15 +247,17 @@ def run_sink(
     *,
     retry: Retry | None = None,
     rewrite: Callable[[], Callable] | None = None,
+    target: Path | None = None,
 ) -> Observation:
     """The scenario through ``write`` in one query: the target after each batch.
 
     ``write(batch, batch_id)`` calls the learner's function on a target under ``workdir``;
     ``read_target()`` reads that target; ``rewrite()`` gives ``write`` from a fresh import of
-    the learner's file, for the retry. ``workdir`` is emptied first.
+    the learner's file, for the retry; ``target`` is where the sink writes. ``workdir`` is
+    emptied first.
     """
     start_afresh(workdir)
     source = scenario_files(workdir / "input", scenario.batches, scenario)
-    sink_run = SinkRun(write, read_target, retry, rewrite)
+    sink_run = SinkRun(write, read_target, retry, rewrite, target)
     run_query(spark, source, exercise.schema_of("input"), workdir / "checkpoint", sink_run.sink)
     return sink_run.observation()

@@ -9,9 +9,8 @@ point, then run to its end:
 - ``after-sink``: the sink returned, Spark has not committed the batch, so the restart runs that
   batch again. A sink that is not idempotent writes it twice.
 - ``after-write``: inside the sink, between two of its writes. The child counts the sink's
-  writes (a DataFrame writer's save, a Delta MERGE, DELETE or UPDATE, a file opened for writing
-  under the target, a rename, a removal, a new folder) and pauses after the next to last write
-  the previous batch made, or after the first when it made one. A sink that writes its data,
+  writes (``practice.writes``) and pauses after the next to last write the previous batch made,
+  or after the first when it made one. A sink that writes its data,
   then a "done" marker, is killed between the two: the restart finds no marker and writes the
   data again. One that writes the marker first is killed before its data: the restart skips it.
 
@@ -21,11 +20,6 @@ reads the target (a Delta table when it is one) and counts by record id.
 
 from __future__ import annotations
 
-import builtins
-import functools
-import io
-import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -33,6 +27,7 @@ import lesson16_crash_harness as crash
 
 from common import paths
 from practice.observe import Batch, Observation, plain, scenario_files, scenario_inputs, sort_rows
+from practice.writes import WriteCounter, counting_writes
 
 NOT_STARTED_EXIT = 3  # the child's exit code when the learner's function still raises its TODO
 ID_COLUMN = "record_id"
@@ -137,128 +132,28 @@ def read_target(spark, target: Path) -> list:
 # --- in the child -------------------------------------------------------------------------
 
 
-class WriteCounter:
-    """Counts the sink's writes in each batch and pauses between two of them when asked.
-
-    ``sink(batch_df, batch_id)`` runs the learner's function. Every write it makes calls
-    :meth:`wrote`; the counter pauses (``after-write``) after the write numbered one less than
-    the previous batch's count in this process (at least the first): between a batch's data and
-    what it writes after them.
-    """
+class KillPoints:
+    """The learner's sink, with the ``after-write`` pause: after the write numbered one less than
+    the previous batch's count in this process (at least the first), between a batch's data and
+    what it writes after them; at the sink's end when it made no write the counter saw."""
 
     def __init__(self, write, target: Path) -> None:
         self.write = write
-        self.target = target.resolve()
-        self.batch_id: int | None = None
-        self.writes = 0
+        self.batch_id = -1
         self.previous_writes = 0
+        self.counter = WriteCounter(target, self.written)
 
     def sink(self, batch_df, batch_id: int) -> None:
-        self.batch_id, self.writes = batch_id, 0
-        try:
+        self.batch_id = batch_id
+        with counting_writes(self.counter):
             self.write(batch_df, batch_id)
-        finally:
-            self.batch_id = None
-        if self.writes == 0:
-            # No write the counter saw: the only point inside the sink is its end.
+        if self.counter.count == 0:
             crash.pause_here("after-write", batch_id, LABEL)
-        self.previous_writes = self.writes
+        self.previous_writes = self.counter.count
 
-    def wrote(self, path=None) -> None:
-        """A write happened (under the target, when ``path`` is given)."""
-        if self.batch_id is None or (path is not None and not self.under_target(path)):
-            return
-        self.writes += 1
-        if self.writes == max(1, self.previous_writes - 1):
+    def written(self, number: int) -> None:
+        if number == max(1, self.previous_writes - 1):
             crash.pause_here("after-write", self.batch_id, LABEL)
-
-    def under_target(self, path) -> bool:
-        try:
-            resolved = Path(os.fsdecode(path)).resolve()
-        except (TypeError, ValueError):
-            return False  # a file descriptor, not a path
-        return resolved == self.target or self.target in resolved.parents
-
-
-class CountedFile:
-    """A file opened for writing under the target: the write counts when the file is closed
-    (by ``with`` or ``close()``), once its data are in it."""
-
-    def __init__(self, handle, on_close) -> None:
-        self._handle = handle
-        self._on_close = on_close
-        self._counted = False
-
-    def __getattr__(self, name):
-        return getattr(self._handle, name)
-
-    def __iter__(self):
-        return iter(self._handle)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *_) -> bool:
-        self.close()
-        return False
-
-    def close(self) -> None:
-        self._handle.close()
-        if not self._counted:
-            self._counted = True
-            self._on_close()
-
-
-def count_writes(counter: WriteCounter) -> None:
-    """Make every kind of write the learner's sink may make call ``counter.wrote``."""
-    from delta.tables import DeltaMergeBuilder, DeltaTable
-    from pyspark.sql.readwriter import DataFrameWriter, DataFrameWriterV2
-
-    def after(function, path_of=None):
-        @functools.wraps(function)
-        def wrapper(*args, **kwargs):
-            result = function(*args, **kwargs)
-            counter.wrote(path_of(*args, **kwargs) if path_of else None)
-            return result
-
-        return wrapper
-
-    for name in ("save", "parquet", "json", "csv", "orc", "text", "saveAsTable", "insertInto"):
-        setattr(DataFrameWriter, name, after(getattr(DataFrameWriter, name)))
-    for name in ("append", "overwrite", "overwritePartitions", "create", "replace"):
-        setattr(DataFrameWriterV2, name, after(getattr(DataFrameWriterV2, name)))
-    DeltaMergeBuilder.execute = after(DeltaMergeBuilder.execute)
-    for name in ("delete", "update"):
-        setattr(DeltaTable, name, after(getattr(DeltaTable, name)))
-
-    def first(path, *_, **__):
-        return path
-
-    opened = builtins.open
-
-    @functools.wraps(opened)
-    def open_counted(file, mode="r", *args, **kwargs):
-        handle = opened(file, mode, *args, **kwargs)
-        if isinstance(file, int) or not any(letter in mode for letter in "wax+"):
-            return handle
-        return CountedFile(handle, lambda: counter.wrote(file))
-
-    builtins.open = io.open = open_counted
-    raw_open = os.open
-
-    @functools.wraps(raw_open)
-    def os_open_counted(path, flags, *args, **kwargs):
-        descriptor = raw_open(path, flags, *args, **kwargs)
-        if flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
-            counter.wrote(path)
-        return descriptor
-
-    os.open = os_open_counted
-    for module, name in ((os, "replace"), (os, "rename"), (os, "remove"), (os, "unlink")):
-        setattr(module, name, after(getattr(module, name), first))
-    os.mkdir = after(os.mkdir, first)
-    os.rmdir = after(os.rmdir, first)
-    shutil.rmtree = after(shutil.rmtree, first)
 
 
 def child(check_file: str, module_file: str, source: str, target: str, checkpoint: str) -> int:
@@ -279,13 +174,12 @@ def child(check_file: str, module_file: str, source: str, target: str, checkpoin
     def write(batch_df, batch_id: int) -> None:
         module.write_batch(batch_df, batch_id, target)
 
-    counter = WriteCounter(write, Path(target))
-    count_writes(counter)
+    kill_points = KillPoints(write, Path(target))
     query = (
         spark.readStream.schema(exercise.schemas)
         .option("maxFilesPerTrigger", 1)
         .json(paths.uri(Path(source)))
-        .writeStream.foreachBatch(crash.pausable(counter.sink, LABEL))
+        .writeStream.foreachBatch(crash.pausable(kill_points.sink, LABEL))
         .option("checkpointLocation", paths.uri(Path(checkpoint)))
         .trigger(availableNow=True)
         .start()

@@ -15,7 +15,13 @@ from practice.sinks import Retry, Snapshot, read_delta_table, reimported, rows_c
 from practice.spec import Exercise, Mistake, Scenario
 
 RETRIED_BATCH = 1  # the batch the check writes twice
-RETRY = Retry(RETRIED_BATCH, f"rows the retry of batch {RETRIED_BATCH} changed", rows_changed)
+CRASHED_BATCH = 2  # the batch the check stops between two of the sink's writes, then runs again
+RETRY = Retry(
+    RETRIED_BATCH,
+    f"rows the retry of batch {RETRIED_BATCH} changed",
+    rows_changed,
+    crashed_batch=CRASHED_BATCH,
+)
 
 
 def purchase(event_id: str, user: str, time_of_day: str, category: str, price: float, units=1):
@@ -51,6 +57,7 @@ def run(spark, exercise, module, scenario, workdir: Path) -> Observation:
         read_target,
         retry=RETRY,
         rewrite=lambda: write_with(reimported(module)),
+        target=table,
     )
 
 
@@ -132,10 +139,22 @@ EXERCISE = Exercise(
         ),
         Mistake(
             "no_replay_guard",
-            "No replay guard: the totals are right, but running batch 1 again added its sales a "
-            "second time. Make Delta skip a batch id it has committed: "
-            ".option('txnAppId', query_id(batch)).option('txnVersion', batch_id).",
+            "Running batch 1 again (as Spark does after a crash before its commit; here from a "
+            "fresh import of your file, as a restarted process has it) added its sales a second "
+            "time. What tells the write it has seen a batch id must outlive the process and be "
+            "part of the same commit: .option('txnAppId', query_id(batch))"
+            ".option('txnVersion', batch_id) does that; a set of batch ids in memory does not.",
             when=RETRY.changed_target,
+        ),
+        Mistake(
+            "done_recorded_apart",
+            "Batch 2 was stopped inside your sink, right after one of its writes, and run "
+            "again, as after a crash there: it came out different from a batch written once "
+            "(rows twice, or missing). A sink that writes its data, then in a second write what "
+            "says the batch is done (a marker file, a list of batch ids, another table), leaves "
+            "one without the other when it stops between the two. Make one commit hold both: "
+            "txnAppId and txnVersion on the write of the new totals.",
+            when=RETRY.damaged_by_crash,
         ),
     ],
 )

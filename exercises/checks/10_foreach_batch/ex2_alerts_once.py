@@ -18,10 +18,12 @@ from practice.sinks import Retry, Snapshot, copies_changed, reimported, rows_wit
 from practice.spec import Exercise, Mistake, Scenario
 
 RETRIED_BATCH = 1  # the batch the check writes twice
+CRASHED_BATCH = 2  # the batch the check stops between two of the sink's writes, then runs again
 RETRY = Retry(
     RETRIED_BATCH,
     f"alert lines the retry of batch {RETRIED_BATCH} added or removed",
     copies_changed,
+    crashed_batch=CRASHED_BATCH,
 )
 KEYS = ["event_id", "user_id", "amount"]  # what each alert line holds
 # The rows the check compares: each alert with the number of lines that hold it, so that an
@@ -77,6 +79,7 @@ def run(spark, exercise, module, scenario, workdir: Path) -> Observation:
         read_target,
         retry=RETRY,
         rewrite=lambda: write_with(reimported(module)),
+        target=folder,
     )
 
 
@@ -148,10 +151,22 @@ EXERCISE = Exercise(
         ),
         Mistake(
             "adds_on_replay",
-            "A replayed batch adds its alerts again: its write goes to a new place (the end of a "
-            "log, a new file name) each time it runs. Name what a batch writes after its "
-            "batch_id, so that running it again replaces it.",
+            "A replayed batch adds its alerts again (run here from a fresh import of your file, "
+            "as a restarted process has it): its write goes to a new place each time it runs "
+            "(the end of a log, a new file name), or a guard kept in Python memory forgot it. "
+            "Name what a batch writes after its batch_id, so that running it again replaces it.",
             when=RETRY.changed_target,
+        ),
+        Mistake(
+            "done_recorded_apart",
+            "Batch 2 was stopped inside your sink, right after one of its writes, and run "
+            "again, as after a crash there: it came out different from a batch written once "
+            "(rows twice, or missing). A sink that writes its data, then in a second write what "
+            "says the batch is done (a marker file, a list of batch ids, another table), leaves "
+            "one without the other when it stops between the two. Make the one write that holds "
+            "the data say it is done: a file named for the batch id, written whole "
+            "(files.write_atomically).",
+            when=RETRY.damaged_by_crash,
         ),
     ],
 )

@@ -28,7 +28,14 @@ from practice.sinks import (
 from practice.spec import Exercise, Mistake, Scenario
 
 RETRIED_BATCH = 1  # the first query's batch the check writes twice
-RETRY = Retry(RETRIED_BATCH, f"rows the retry of batch {RETRIED_BATCH} added", copies_added)
+# Each query's batch 0 is stopped between two of the sink's writes, then run again.
+CRASHED_BATCH = 0
+RETRY = Retry(
+    RETRIED_BATCH,
+    f"rows the retry of batch {RETRIED_BATCH} added",
+    copies_added,
+    crashed_batch=CRASHED_BATCH,
+)
 SECOND_QUERY_ADDED = "rows the second query (new checkpoint) added"
 KEYS = ["event_id", "user_id", "event_type"]  # what the check shows of each row
 COLUMNS = [*KEYS, "copies"]  # each event with the number of rows that hold it
@@ -64,7 +71,11 @@ def run(spark, exercise, module, scenario, workdir: Path) -> Observation:
         return Snapshot(COLUMNS, read_table(spark, table))
 
     sink_run = SinkRun(
-        write_with(module), read_target, RETRY, lambda: write_with(reimported(module))
+        write_with(module),
+        read_target,
+        RETRY,
+        rewrite=lambda: write_with(reimported(module)),
+        target=table,
     )
     run_query(spark, first, schema, workdir / "checkpoint-first", sink_run.sink)
     if not sink_run.failures:
@@ -122,9 +133,11 @@ EXERCISE = Exercise(
     mistakes=[
         Mistake(
             "no_txn_options",
-            "No txnAppId/txnVersion: a plain append cannot tell a replay from a new batch, so "
-            "batch 1, run again, was appended again. Give the write "
-            ".option('txnAppId', query_id(batch)).option('txnVersion', batch_id).",
+            "Batch 1, run again (as after a crash before its commit; here from a fresh import of "
+            "your file, as a restarted process has it), was appended again: nothing told the "
+            "write it had committed that batch. The writer options .option('txnAppId', "
+            "query_id(batch)).option('txnVersion', batch_id) make the table's log remember it; "
+            "a set of batch ids kept in Python memory is empty in a restarted process.",
             when=RETRY.changed_target,
         ),
         Mistake(
@@ -133,6 +146,16 @@ EXERCISE = Exercise(
             "again, so Delta took them for replays of the first query's and skipped them. Use "
             "the query's id, which changes with the checkpoint: query_id(batch).",
             when=second_query_skipped,
+        ),
+        Mistake(
+            "done_recorded_apart",
+            "Batch 0 was stopped inside your sink, right after one of its writes, and run "
+            "again, as after a crash there: it came out different from a batch written once "
+            "(rows twice, or missing). A sink that writes its data, then in a second write what "
+            "says the batch is done (a marker file, a list of batch ids, another table), leaves "
+            "one without the other when it stops between the two. Make the one commit that holds "
+            "the data record the batch: txnAppId and txnVersion on the append.",
+            when=RETRY.damaged_by_crash,
         ),
     ],
 )
