@@ -10,7 +10,7 @@ Spark runs a batch again, with the same id and the same rows, when it crashed af
 but before it recorded the batch as done. The check runs your function for each micro-batch,
 runs batch 1 a second time (such a retry), and reads the table after each batch: the retry
 must change nothing. It runs the retry as a restarted process would: from a fresh import of
-your file, with the rows in other partitions. It also stops batch 2 inside your function, right
+your file, with the rows in another order. It also stops batch 2 inside your function, right
 after one of its writes (a table write or MERGE, a file), then runs batch 2 again.
 
 Expected columns of the table, in this order:

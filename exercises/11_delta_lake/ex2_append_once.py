@@ -13,8 +13,10 @@ query's batch 0 inside your function, right after one of its writes, and runs it
 appends the last micro-batch to the same table. The table is read after each batch: the
 check's batches 0 and 1 are the first query's, its batch 2 the second query's.
 
-Expected: every event once. The check shows each event's event_id, user_id and event_type, with
-``copies``: how many rows of the table hold it (1 is right).
+Expected: every row of every batch once. Exactly once is about batches, not events: an event
+the source itself sent twice, in two batches, is two rows (removing such duplicates is another
+job, lesson 15's). The check shows each event's event_id, user_id and event_type, with
+``copies``: how many rows of the table hold it (1 is right, 2 for an event sent twice).
 
 Input: micro-batches of shop events with common.schemas.ECOMMERCE_EVENT_SCHEMA (event_id,
 user_id, event_type, product_id, product_name, category, price, quantity, timestamp).

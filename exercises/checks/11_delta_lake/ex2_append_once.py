@@ -88,7 +88,16 @@ def run(spark, exercise, module, scenario, workdir: Path) -> Observation:
 
 
 def second_query_skipped(mine, wanted) -> bool:
-    return mine.facts.get(SECOND_QUERY_ADDED, 0) < wanted.facts.get(SECOND_QUERY_ADDED, 0)
+    """The second query's batch added nothing to the table, where it should have added rows."""
+    return mine.facts.get(SECOND_QUERY_ADDED, 0) == 0 < wanted.facts.get(SECOND_QUERY_ADDED, 0)
+
+
+def sent_twice_kept_once(mine, wanted) -> bool:
+    """An event the source sent twice (two rows expected) is in the learner's table once."""
+    if not mine.batches or not wanted.batches:
+        return False
+    copies = {row[:-1]: row[-1] for row in mine.batches[-1].rows}
+    return any(row[-1] > 1 and copies.get(row[:-1]) == 1 for row in wanted.batches[-1].rows)
 
 
 EXERCISE = Exercise(
@@ -125,7 +134,8 @@ EXERCISE = Exercise(
             [
                 [event("X-9", "B", "cart", "09:00:00")],
                 [event("X-2", "A", "view", "09:00:03"), event("X-7", "B", "purchase", "09:00:04")],
-                [event("X-5", "C", "view", "09:00:08")],
+                # X-2 again: the source sent it twice, in two batches; both rows are appended.
+                [event("X-5", "C", "view", "09:00:08"), event("X-2", "A", "view", "09:00:03")],
             ],
             hidden=True,
         ),
@@ -146,6 +156,14 @@ EXERCISE = Exercise(
             "again, so Delta took them for replays of the first query's and skipped them. Use "
             "the query's id, which changes with the checkpoint: query_id(batch).",
             when=second_query_skipped,
+        ),
+        Mistake(
+            "dedups_events",
+            "An event the source sent twice, in two batches, is in your table once: your sink "
+            "removed it as a duplicate (by its event_id, against the table or the batch). "
+            "Exactly once here means each batch once; a row the source itself repeated is a row "
+            "like any other. Dropping the source's duplicates is a job of its own (lesson 15).",
+            when=sent_twice_kept_once,
         ),
         Mistake(
             "done_recorded_apart",
