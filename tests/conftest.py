@@ -315,7 +315,9 @@ JVM_GROUP = "jvm"
 CRASH_MARKER = "crash"  # the slow lane: kill -9 cycles, a broker outage (pytest.ini)
 # The exercises' shipped mistakes, each checked for its hint: CI runs them beside the crash lane.
 MISTAKES_MARKER = "mistakes"
-SLOW_LANES = (CRASH_MARKER, MISTAKES_MARKER)
+# Mutants of the reference solutions, each checked (tests/test_mutants.py): all, or a fixed sample.
+MUTANTS_MARKERS = ("mutants", "mutants_sample")
+SLOW_LANES = (CRASH_MARKER, MISTAKES_MARKER, *MUTANTS_MARKERS)
 jvm_test_workers: set[str] = set()  # on the controller: the workers that ran a test of the group
 
 

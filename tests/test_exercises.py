@@ -69,6 +69,21 @@ def each_mistake():
     ]
 
 
+def each_alternative():
+    # Other right answers, each checked like a learner's: in the mistakes lane, beside the
+    # mistakes (a few seconds each).
+    return [
+        pytest.param(
+            exercise,
+            path,
+            id=f"{exercise.id}-{path.stem}",
+            marks=[*marks(exercise), pytest.mark.mistakes],
+        )
+        for exercise in EXERCISES
+        for path in catalog.alternatives(exercise)
+    ]
+
+
 # --- The catalog: what every exercise must have (no Spark) ----------------------------------
 
 
@@ -152,6 +167,20 @@ def test_a_shipped_mistake_is_rejected_with_its_hint(spark, exercise, path, tmp_
     hint = next(mistake.hint for mistake in exercise.mistakes if mistake.name == path.stem)
     assert verdict.hint == hint
     assert "Traceback" not in verdict.report
+
+
+@pytest.mark.parametrize(("exercise", "path"), each_alternative())
+def test_an_alternative_right_answer_passes(spark, exercise, path, tmp_path):
+    verdict = check(spark, exercise, path, tmp_path, pristine_ok=True)
+    assert verdict.status == PASSED, f"{verdict.report}\n{verdict.hint}"
+
+
+BUILT = [exercise for exercise in EXERCISES if exercise.kind in ("build", "fix")]
+
+
+@pytest.mark.parametrize("exercise", BUILT, ids=[exercise.id for exercise in BUILT])
+def test_a_build_or_fix_exercise_has_two_alternatives(exercise):
+    assert len(catalog.alternatives(exercise)) >= 2, exercise.id
 
 
 MIRRORS = [exercise for exercise in EXERCISES if exercise.mirrors]

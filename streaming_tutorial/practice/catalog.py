@@ -17,6 +17,7 @@ EXERCISES_DIR = PROJECT_ROOT / "exercises"
 SOLUTIONS_DIR = EXERCISES_DIR / "solutions"
 CHECKS_DIR = EXERCISES_DIR / "checks"
 MISTAKES_DIR = EXERCISES_DIR / "mistakes"
+ALTERNATIVES_DIR = EXERCISES_DIR / "alternatives"  # other right answers: each must pass
 MY_DIR = COURSE_HOME / "my_exercises"  # the learner's copies; git-ignored
 
 _fresh = itertools.count()
@@ -90,6 +91,12 @@ def mine(exercise: Exercise, root: Path | None = None) -> Path:
 
 def mistakes(exercise: Exercise) -> list[Path]:
     return sorted((MISTAKES_DIR / exercise.lesson / exercise.stem).glob("*.py"))
+
+
+def alternatives(exercise: Exercise) -> list[Path]:
+    """Right answers written another way than the reference solution: the check must pass
+    each (a check that rejects a right answer teaches distrust)."""
+    return sorted((ALTERNATIVES_DIR / exercise.lesson / exercise.stem).glob("*.py"))
 
 
 def expected_file(exercise: Exercise) -> Path:

@@ -95,6 +95,9 @@ class Exercise:
     # needs), set around each run and restored after it.
     settings: dict = field(default_factory=dict)
     check_dropped: bool = True  # compare the rows each batch's watermark dropped
+    # Compare each batch's watermark: False where the exercise is not about watermarks, so a
+    # harmless one a learner adds (to a stateless query, say) is no failure.
+    check_watermark: bool = True
     check_state: bool = False  # compare the state rows left after the last batch
     mirrors: str = ""  # "07_watermarking:build_x": the lesson function the exercise mirrors
     mistakes: list[Mistake] = field(default_factory=list)
