@@ -13,7 +13,8 @@ Expected columns, in this order:
   fee              amount * FEE_RATE, rounded to 2 decimals (F.round)
 
 Input: a stream of payments with common.schemas.TRANSACTION_SCHEMA
-(transaction_id, user_id, amount, category, timestamp).
+(transaction_id, user_id, amount, category, timestamp). category is optional: a payment
+without one (null) is still a payment.
 
 Check it:  python course.py exercises check 01.1
 Stuck?     python course.py exercises hint 01.1

@@ -6,7 +6,8 @@ micro-batch the whole table of counts comes out again. Write it in two steps, as
 does: parse_words turns lines into words, build_word_counts counts them.
 
 A word is what lies between separators: anything that is not a letter, a digit or an
-apostrophe separates two words (WORD_SEPARATOR, a regular expression). "Spark" and "spark"
+apostrophe separates two words (WORD_SEPARATOR, a regular expression), so an apostrophe stays
+in its word, at the start or the end too ("'tis", "readers'"). "Spark" and "spark"
 are the same word: count words in lower case. A line that starts or ends with a separator,
 or is blank, must not produce an empty word. The order of the rows is not checked.
 

@@ -7,7 +7,8 @@ final once the watermark (the latest event time seen minus 10 seconds) has reach
 Expected columns, in this order:
   session_start, session_end   the session window's start and end (timestamps)
   sensor_id                    the sensor
-  readings                     how many readings the session holds (count)
+  readings                     how many readings the session holds (count), a reading
+                               without a temperature (null) too
 
 Input: a stream of sensor readings with common.schemas.SENSOR_SCHEMA
 (reading_id, sensor_id, temperature, humidity, event_time).

@@ -66,12 +66,14 @@ EXERCISE = Exercise(
                 ],
             ]
         ),
-        # Other ids; the 500.0 boundary again; a batch with no large payment at all.
+        # Other ids; the 500.0 boundary again; P-4 has no category (it is optional): still a
+        # large payment; a batch with no large payment at all.
         Scenario(
             [
                 [
                     transaction("P-9", "USER-7", 2500.0, "11:02:00", "toys"),
                     transaction("P-8", "USER-3", 500.0, "11:02:01", "toys"),
+                    transaction("P-4", "USER-1", 730.0, "11:02:02", None),
                 ],
                 [transaction("P-7", "USER-3", 75.0, "11:02:04")],
                 [

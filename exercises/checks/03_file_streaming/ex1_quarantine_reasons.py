@@ -92,7 +92,8 @@ EXERCISE = Exercise(
             ]
         ),
         # Other kinds: an empty line, a JSON null amount, a cut-off line; a timestamp that is
-        # not one, and none at all; a blank transaction_id, an amount in quotes; 0.0 is good.
+        # not one, and none at all; a blank transaction_id, an amount in quotes; 0.0 is good,
+        # -0.5 is below 0, and 500 (an integer in the JSON text) is a number.
         Scenario(
             [
                 [
@@ -109,6 +110,8 @@ EXERCISE = Exercise(
                     payment("P-6", 18.0, transaction_id=""),
                     payment("P-7", "12.5"),
                     payment("P-8", 0.0),
+                    payment("P-9", -0.5),
+                    payment("P-10", 500),
                 ],
             ],
             hidden=True,

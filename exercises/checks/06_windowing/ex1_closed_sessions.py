@@ -28,6 +28,8 @@ EXERCISE = Exercise(
         "then 'sensor_id' and 'readings'.",
     ],
     scenarios=[
+        # r1 and r3 (4 s apart) are one session, r4 another; r5 joins SENSOR-1's session a
+        # batch later; r6 moves the watermark past the three.
         Scenario(
             [
                 [
@@ -39,11 +41,18 @@ EXERCISE = Exercise(
                 [reading(6, "SENSOR-1", "10:30:40")],
             ]
         ),
+        # Other sensors: S-A's session grows over two batches, r16 closes it; r17 has no
+        # temperature (still a reading) and was taken before r13: it arrives a batch later and
+        # moves S-B's session start back to 11:00:28.
         Scenario(
             [
                 [reading(11, "S-A", "11:00:00"), reading(12, "S-A", "11:00:04")],
                 [reading(13, "S-B", "11:00:30"), reading(14, "S-A", "11:00:07")],
-                [reading(15, "S-B", "11:00:33"), reading(16, "S-A", "11:00:59")],
+                [
+                    reading(15, "S-B", "11:00:33"),
+                    reading(16, "S-A", "11:00:59"),
+                    reading(17, "S-B", "11:00:28", temperature=None),
+                ],
             ],
             hidden=True,
         ),

@@ -93,10 +93,19 @@ EXERCISE = Exercise(
         ),
         # Other ids. K2 arrives a batch BEFORE its impression X2 (it waits in the join's
         # state); K1 comes 9 minutes after X1, within the bound; X3 never gets a click.
+        # The edges: K6 comes at X6's very time and K9 exactly 10 minutes after X8 (both
+        # bounds are inclusive); K8, 10.5 minutes after X8, arrives first but is out of bounds;
+        # X6 and X7 are one user's views of one ad, and K7 (on X7) is within X6's bound too:
+        # only the impression id tells them apart.
         Scenario(
             {
                 "impressions": [
-                    [impression("X1", "AD-7", "USER-4", "11:00:00")],
+                    [
+                        impression("X1", "AD-7", "USER-4", "11:00:00"),
+                        impression("X6", "AD-9", "USER-7", "10:50:00"),
+                        impression("X7", "AD-9", "USER-7", "10:51:00"),
+                        impression("X8", "AD-9", "USER-8", "10:52:00"),
+                    ],
                     [
                         impression("X3", "AD-8", "USER-6", "11:03:00"),
                         impression("X2", "AD-7", "USER-5", "11:02:00"),
@@ -104,10 +113,16 @@ EXERCISE = Exercise(
                     ],
                 ],
                 "clicks": [
-                    [click("K2", "X2", "AD-7", "USER-5", "11:04:00")],
+                    [
+                        click("K2", "X2", "AD-7", "USER-5", "11:04:00"),
+                        click("K8", "X8", "AD-9", "USER-8", "11:02:30"),
+                        click("K6", "X6", "AD-9", "USER-7", "10:50:00"),
+                        click("K7", "X7", "AD-9", "USER-7", "10:52:00"),
+                    ],
                     [
                         click("K5", "X5", "AD-8", "USER-4", "11:41:00"),
                         click("K1", "X1", "AD-7", "USER-4", "11:09:00"),
+                        click("K9", "X8", "AD-9", "USER-8", "11:02:00"),
                     ],
                 ],
             },

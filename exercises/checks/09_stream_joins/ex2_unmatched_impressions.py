@@ -59,18 +59,27 @@ EXERCISE = Exercise(
             }
         ),
         # Other ids and order; Q2 has no click, and R9 is a click on an impression that never
-        # came.
+        # came. The bounds are inclusive: R4 comes at Q4's very time, R5 exactly 10 minutes
+        # after Q5; R6, 10.5 minutes after Q6, is out of bounds, so Q6 comes out with nulls.
         Scenario(
             {
                 "impressions": [
                     [
                         impression("Q2", "AD-9", "USER-2", "13:11:00"),
                         impression("Q1", "AD-8", "USER-1", "13:10:00"),
+                        impression("Q4", "AD-9", "USER-4", "13:12:00"),
+                        impression("Q5", "AD-9", "USER-5", "13:13:00"),
+                        impression("Q6", "AD-8", "USER-6", "13:14:00"),
                     ],
                     [impression("Q3", "AD-8", "USER-3", "13:30:00")],
                 ],
                 "clicks": [
-                    [click("R1", "Q1", "AD-8", "USER-1", "13:12:00")],
+                    [
+                        click("R1", "Q1", "AD-8", "USER-1", "13:12:00"),
+                        click("R4", "Q4", "AD-9", "USER-4", "13:12:00"),
+                        click("R6", "Q6", "AD-8", "USER-6", "13:24:30"),
+                        click("R5", "Q5", "AD-9", "USER-5", "13:23:00"),
+                    ],
                     [
                         click("R9", "Q9", "AD-9", "USER-9", "13:45:00"),
                         click("R3", "Q3", "AD-8", "USER-3", "13:31:00"),
