@@ -10,7 +10,9 @@ Expected columns, in this order:
   window_start, window_end   the window's start (included) and end (excluded), timestamps
   sensor_id                  the sensor
   readings                   how many of the sensor's readings the window holds (count)
-  avg_temp                   their average temperature, rounded to 2 decimals
+  avg_temp                   their average temperature, rounded half up to 2 decimals
+                             (20.125 gives 20.13); a reading without a temperature (null)
+                             counts in readings but not in the average
 
 Input: a stream of sensor readings with common.schemas.SENSOR_SCHEMA
 (reading_id, sensor_id, temperature, humidity, event_time).

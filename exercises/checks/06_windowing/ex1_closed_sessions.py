@@ -41,9 +41,9 @@ EXERCISE = Exercise(
                 [reading(6, "SENSOR-1", "10:30:40")],
             ]
         ),
-        # Other sensors: S-A's session grows over two batches, r16 closes it; r17 has no
-        # temperature (still a reading) and was taken before r13: it arrives a batch later and
-        # moves S-B's session start back to 11:00:28.
+        # Other sensors: S-A's session grows over two batches, r13's time closes it and r16's
+        # S-B's; r17 has no temperature (still a reading) and was taken before r13: it arrives
+        # a batch later and moves S-B's session start back to 11:00:28.
         Scenario(
             [
                 [reading(11, "S-A", "11:00:00"), reading(12, "S-A", "11:00:04")],

@@ -123,7 +123,7 @@ EXERCISE = Exercise(
                 [
                     purchase("X-3", "B", "09:00:05", "Toys", 5.0, units=3),
                     purchase("X-4", "C", "09:00:06", "Toys", 2.5),
-                    purchase("X-5", "C", "09:00:07", "Sports", 99.99),
+                    purchase("X-5", "C", "09:00:07", "Sports", 99.994),
                 ],
             ],
             hidden=True,

@@ -117,7 +117,7 @@ EXERCISE = Exercise(
                 ],
                 [
                     shop_event("V7", "U8", "view", "10:00:50"),
-                    shop_event("V8", "U10", "purchase", "10:00:16", price=7.25, quantity=2),
+                    shop_event("V8", "U10", "purchase", "10:00:16", price=7.257, quantity=2),
                     shop_event("V9", "U9", "view", "10:01:30"),
                 ],
             ],

@@ -90,7 +90,7 @@ EXERCISE = Exercise(
                 [purchase("X-1", "11:02:00", "Toys", 9.99, units=3)],
                 [
                     purchase("X-2", "11:22:00", "Sports", 60.0),
-                    purchase("X-3", "11:14:00", "Toys", 5.01),
+                    purchase("X-3", "11:14:00", "Toys", 5.013),
                 ],
                 [
                     purchase("X-4", "11:09:00", "Toys", 10.0),
