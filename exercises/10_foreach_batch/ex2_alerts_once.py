@@ -7,10 +7,10 @@ But after a crash and a restart, some alerts are in the folder twice: a restart 
 Find out why, and make it write each alert once, however often Spark runs a batch.
 
 The check runs ``write_alerts`` in a real query for each micro-batch, runs batch 1 a second time
-(what Spark does when it crashed after the sink wrote the batch but before it recorded the
-batch as done; the retry comes from a fresh import of your file, as in a restarted process),
-stops batch 2 inside your function right after one of its writes (a file written, renamed or
-removed) and runs it again, and after each batch reads every line of every file in ``folder`` (names that
+(what Spark does when it crashed after the sink wrote the batch but before it recorded the batch
+as done; the retry comes from a fresh import of your file, as in a restarted process), stops
+batch 2 inside your function right after one of its writes (a file written, renamed or removed)
+and runs it again, and after each batch reads every line of every file in ``folder`` (names that
 start with "." or "_" excepted, as Spark's readers skip them).
 
 Expected keys of each line (the alerts, in any order):

@@ -8,10 +8,11 @@ as they are, to the Delta table at ``table``, exactly once per batch of the quer
 
 The check runs your function in a real query over the first micro-batches, and batch 1 a second
 time (what Spark does when it crashed after the sink wrote but before it recorded the batch as
-done; the retry comes from a fresh import of your file, as in a restarted process). It stops each
-query's batch 0 inside your function, right after one of its writes, and runs it again. Then a SECOND query, with a new checkpoint (a new query id, batch ids from 0 again),
-appends the last micro-batch to the same table. The table is read after each batch: the
-check's batches 0 and 1 are the first query's, its batch 2 the second query's.
+done; the retry comes from a fresh import of your file, as in a restarted process). It stops
+each query's batch 0 inside your function, right after one of its writes, and runs it again.
+Then a SECOND query, with a new checkpoint (a new query id, batch ids from 0 again), appends the
+last micro-batch to the same table. The table is read after each batch: the check's batches 0
+and 1 are the first query's, its batch 2 the second query's.
 
 Expected: every row of every batch once. Exactly once is about batches, not events: an event
 the source itself sent twice, in two batches, is two rows (removing such duplicates is another
