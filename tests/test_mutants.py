@@ -6,8 +6,9 @@ and that exercises/equivalent_mutants.json lists only mutants that still exist.
 
 The mutants lane (``-m mutants``): every mutant of every reference solution is checked as a
 learner's file would be, and the check must not pass it, unless it is listed as equivalent (then
-it must pass). ``-m mutants_sample`` runs a fixed few per exercise. A survive exercise's mutants
-also carry the crash mark (``-m "mutants and crash"``), as its checks do in test_exercises.py.
+it must pass). ``-m mutants_sample`` runs a fixed few per exercise. Both are slow lanes of their
+own, a survive exercise's mutants included (its checks kill child processes, as the crash lane's
+do).
 """
 
 from __future__ import annotations
@@ -276,10 +277,9 @@ def test_every_listed_equivalent_mutant_still_exists():
 def lane(marker, choose) -> list:
     params = []
     for exercise in EXERCISES:
-        marks = [marker, *([pytest.mark.crash] if exercise.kind == "survive" else [])]
         for mutant in choose(exercise, MUTANTS[exercise.id]):
             params.append(
-                pytest.param(exercise, mutant, id=f"{exercise.id}-{mutant.name}", marks=marks)
+                pytest.param(exercise, mutant, id=f"{exercise.id}-{mutant.name}", marks=[marker])
             )
     return params
 
