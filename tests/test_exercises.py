@@ -55,8 +55,10 @@ def each_exercise():
     return [pytest.param(exercise, id=exercise.id, marks=marks(exercise)) for exercise in EXERCISES]
 
 
-def each_mistake():
-    # About 70 s of checks on 2 cores: the mistakes lane, beside the crash lane in CI (conftest).
+def each_answer(files):
+    """(exercise, file) for every file ``files(exercise)`` lists: the shipped mistakes or the
+    other right answers, each checked like a learner's file. They are the mistakes lane, beside
+    the crash lane in CI (conftest): a few seconds each on 2 cores."""
     return [
         pytest.param(
             exercise,
@@ -65,22 +67,7 @@ def each_mistake():
             marks=[*marks(exercise), pytest.mark.mistakes],
         )
         for exercise in EXERCISES
-        for path in catalog.mistakes(exercise)
-    ]
-
-
-def each_alternative():
-    # Other right answers, each checked like a learner's: in the mistakes lane, beside the
-    # mistakes (a few seconds each).
-    return [
-        pytest.param(
-            exercise,
-            path,
-            id=f"{exercise.id}-{path.stem}",
-            marks=[*marks(exercise), pytest.mark.mistakes],
-        )
-        for exercise in EXERCISES
-        for path in catalog.alternatives(exercise)
+        for path in files(exercise)
     ]
 
 
@@ -159,7 +146,7 @@ def test_the_pristine_file_is_not_started(spark, exercise, tmp_path):
         assert "Traceback" not in verdict.report
 
 
-@pytest.mark.parametrize(("exercise", "path"), each_mistake())
+@pytest.mark.parametrize(("exercise", "path"), each_answer(catalog.mistakes))
 def test_a_shipped_mistake_is_rejected_with_its_hint(spark, exercise, path, tmp_path):
     verdict = check(spark, exercise, path, tmp_path)
     assert verdict.status == FAILING
@@ -169,7 +156,7 @@ def test_a_shipped_mistake_is_rejected_with_its_hint(spark, exercise, path, tmp_
     assert "Traceback" not in verdict.report
 
 
-@pytest.mark.parametrize(("exercise", "path"), each_alternative())
+@pytest.mark.parametrize(("exercise", "path"), each_answer(catalog.alternatives))
 def test_an_alternative_right_answer_passes(spark, exercise, path, tmp_path):
     verdict = check(spark, exercise, path, tmp_path, pristine_ok=True)
     assert verdict.status == PASSED, f"{verdict.report}\n{verdict.hint}"

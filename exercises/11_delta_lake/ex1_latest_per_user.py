@@ -1,7 +1,8 @@
 """Exercise 11.1 · The latest event per user (build) — practises lesson 11, MERGE from foreachBatch.
 
 Write ``write_latest_per_user``, the foreachBatch function that keeps, in the Delta table at
-``table``, ONE row per user: their latest event by event time (``timestamp``). A micro-batch
+``table``, ONE row per user: their latest event by event time (``timestamp``); of two events
+of a user at the same time, the one with the greater event_id counts. A micro-batch
 updates the users it holds and adds the new ones; the other users' rows stay as they are.
 
 Two things make it harder than it looks:

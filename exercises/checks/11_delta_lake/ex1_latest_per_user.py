@@ -97,7 +97,10 @@ EXERCISE = Exercise(
             ]
         ),
         # A new user twice in batch 0 (both would be inserted); in batch 1 a late event of B,
-        # a newer one of A (listed before an older one), and a new user C.
+        # a newer one of A (listed before an older one), and a new user C. C's two events share
+        # a time (the greater event id, X-7, counts; the scrambled read brings X-4 first); new
+        # user D's event is older than A's row (each user's own row decides, not the table's
+        # newest time).
         Scenario(
             [
                 [
@@ -109,7 +112,9 @@ EXERCISE = Exercise(
                     event("X-9", "A", "purchase", "09:00:09", "P7"),
                     event("X-1", "B", "view", "09:00:02", "P2"),
                     event("X-6", "A", "view", "09:00:06", "P5"),
+                    event("X-7", "C", "view", "09:00:07", "P6"),
                     event("X-4", "C", "cart", "09:00:07", "P3"),
+                    event("X-3", "D", "view", "09:00:02", "P1"),
                 ],
             ],
             hidden=True,
