@@ -7,8 +7,9 @@ closes, and nothing while it is open. Once a session is closed the user is forgo
 event of theirs opens a new session.
 
 Keep each user's session in one ValueState named "session", of SESSION_STATE, and close it
-with an event-time timer. Rows bring timezone-aware datetimes, the state gives back naive ones
-(in UTC): compare them with in_utc, as lesson 15 does.
+with an event-time timer. Rows bring timezone-aware datetimes in the session time zone (not
+always UTC: the check sets another in one scenario), the state gives back naive ones in the
+process's local zone (UTC in the course): compare them with in_utc, as lesson 15 does.
 
 The check runs your processor the way lesson 15 does, on the RocksDB state store:
 

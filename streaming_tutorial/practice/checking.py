@@ -139,10 +139,11 @@ def run_scenario(
     spark, exercise: Exercise, module, scenario: Scenario, workdir: Path
 ) -> Observation:
     """One scenario's run of the learner's module (the exercise's own ``run``, or the standard
-    one), with the exercise's Spark settings (and a scrambled scenario's)."""
+    one), with the exercise's Spark settings (and a scrambled scenario's, and its own)."""
     settings = dict(exercise.settings)
     if scenario.reads_scrambled:
         settings.update(SCRAMBLED_SETTINGS)
+    settings.update(scenario.settings)
     with session_conf(spark, settings):
         if exercise.run is not None:
             return exercise.run(spark, exercise, module, scenario, workdir)

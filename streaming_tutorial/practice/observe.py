@@ -26,7 +26,7 @@ from teaching.microbatch import collect_batches, stream_batches, write_batches
 @dataclass
 class Batch:
     rows: list  # each row a tuple of plain values, sorted
-    watermark: str | None = None  # 'HH:MM:SS', or None before the first watermark
+    watermark: str | None = None  # 'HH:MM:SS' (.mmm if any), or None before the first one
     # What the stateful operators report as dropped by the watermark in this batch. An
     # aggregation counts after its partial aggregation: late rows of one group (window and key)
     # in one batch count once.
@@ -63,15 +63,30 @@ def plain_json(value):
     return value
 
 
+def milliseconds(millis: int) -> str:
+    """'.300' for 300, '' for 0: a time shows its milliseconds only when it has some."""
+    return f".{millis:03d}" if millis else ""
+
+
+def watermark_shown(watermark: str | None) -> str | None:
+    """'2025-01-15T10:30:14.000Z' -> '10:30:14' ('10:30:14.300' with milliseconds); None
+    before the first watermark."""
+    shown = short_time(watermark)
+    if shown and watermark[19:20] == ".":
+        shown += milliseconds(int(watermark[20:23]))
+    return shown or None
+
+
 def plain(value):
     """A value Spark returned, as the check compares and shows it.
 
-    A time on the scenarios' day is 'HH:MM:SS' (the day is always the same), a struct is a
-    tuple (a window is ('10:30:00', '10:30:10')), a float is rounded to 4 places.
+    A time on the scenarios' day is 'HH:MM:SS' (the day is always the same; 'HH:MM:SS.mmm'
+    when it has milliseconds), a struct is a tuple (a window is ('10:30:00', '10:30:10')), a
+    float is rounded to 4 places.
     """
     if isinstance(value, dt.datetime):
         if value.date().isoformat() == SCENARIO_DAY:
-            return value.strftime("%H:%M:%S")
+            return value.strftime("%H:%M:%S") + milliseconds(value.microsecond // 1000)
         return value.strftime("%Y-%m-%d %H:%M:%S")
     if isinstance(value, dt.date):
         return value.isoformat()
@@ -135,7 +150,7 @@ def observe(
     batches = [
         Batch(
             sort_rows([plain(tuple(row)) for row in batch.rows]),
-            short_time(batch.watermark) or None,
+            watermark_shown(batch.watermark),
             dropped.get(batch.batch_id, 0),
         )
         for batch in run.batches

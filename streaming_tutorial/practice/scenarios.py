@@ -9,8 +9,10 @@ from teaching.demos import SCENARIO_DAY
 
 
 def at(time_of_day: str) -> str:
-    """'10:30:05' -> '2025-01-15T10:30:05.000Z', as the simulators write event times."""
-    return f"{SCENARIO_DAY}T{time_of_day}.000Z"
+    """'10:30:05' -> '2025-01-15T10:30:05.000Z', as the simulators write event times
+    ('10:30:05.800' keeps its milliseconds)."""
+    fraction = "" if "." in time_of_day else ".000"
+    return f"{SCENARIO_DAY}T{time_of_day}{fraction}Z"
 
 
 def reading(

@@ -30,11 +30,14 @@ class Scenario:
     batch's rows in reverse order, split into several input partitions, and several shuffle
     partitions (``SCRAMBLED_SETTINGS``), so an answer that leans on the order rows arrive in, or
     on one partition, gets another result.
+    ``settings``: Spark settings for this scenario's run only (on top of the exercise's), e.g.
+    a session time zone other than UTC.
     """
 
     batches: list | dict
     hidden: bool = False
     scrambled: bool | None = None  # None: as hidden
+    settings: dict = field(default_factory=dict)
 
     @property
     def reads_scrambled(self) -> bool:

@@ -100,7 +100,9 @@ EXERCISE = Exercise(
         ),
         # Other users. U8 would time out in batch 3 (10:00:50 < 10:00:55) but has an event in
         # that very batch: it is called with its rows, not timed out. U10 (10:00:16, behind the
-        # watermark) and U7 are closed; U10 only by the trailing batch with no data.
+        # watermark) and U7 are closed; U10 only by the trailing batch with no data. U8's view
+        # at 10:00:11 in batch 2 is late (after its 10:00:20 purchase) but gets in: it counts,
+        # and U8's last_seen stays 10:00:20.
         Scenario(
             [
                 [
@@ -114,6 +116,7 @@ EXERCISE = Exercise(
                 [
                     shop_event("V5", "U9", "view", "10:01:05"),
                     shop_event("V6", "U7", "view", "10:00:15"),
+                    shop_event("V10", "U8", "view", "10:00:11"),
                 ],
                 [
                     shop_event("V7", "U8", "view", "10:00:50"),
@@ -142,9 +145,11 @@ EXERCISE = Exercise(
         ),
         Mistake(
             "state_not_removed",
-            "A closed user's state is never removed: Spark keeps calling the timed-out user "
-            "(another 'closed' row) and keeps its state for ever. Call state.remove() before "
-            "yielding the 'closed' row.",
+            "A closed user's state is not removed: more users are left in state than expected, "
+            "or a user is closed twice. A state left as it is on the timeout keeps its old "
+            "timeout, so Spark calls the user again (another 'closed' row); a state updated "
+            "there (to zeros, say) gets no timeout and is never called again, but stays in the "
+            "state store for ever. Call state.remove() before yielding the 'closed' row.",
             when=keeps_closed_users,
         ),
     ],

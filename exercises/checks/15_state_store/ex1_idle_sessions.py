@@ -110,7 +110,11 @@ EXERCISE = Exercise(
             ]
         ),
         # Other users; W3's timer moves in batch 2; batch 3's watermark (11:00:35) closes W1, W2
-        # and W3 in a batch with data; W4 and W5 stay open.
+        # and W3 in a batch with data. W1's view at 11:00:06 comes late, in batch 2, after its
+        # 11:00:08 purchase: the session's last_seen stays 11:00:08. W5's session ends at
+        # 11:00:51.700 (its event's milliseconds count): the trailing batch's watermark,
+        # 11:00:51.300, closes W4 but not W5; W5 and W6 stay open. The session time zone is
+        # not UTC: rows bring their times in it, the state in the process's zone (UTC).
         Scenario(
             [
                 [
@@ -124,19 +128,25 @@ EXERCISE = Exercise(
                 [
                     shop_event("V5", "W3", "view", "11:00:16"),
                     shop_event("V6", "W4", "view", "11:00:40"),
+                    shop_event("V8", "W1", "view", "11:00:06"),
                 ],
-                [shop_event("V7", "W5", "view", "11:00:41")],
+                [shop_event("V7", "W5", "view", "11:00:41.700")],
+                [shop_event("V9", "W6", "view", "11:00:56.300")],
             ],
             hidden=True,
+            settings={"spark.sql.session.timeZone": "Asia/Kolkata"},
         ),
     ],
     mistakes=[
         Mistake(
             "processing_time_timer",
-            "No session ever closes: the timer is never passed. In timeMode 'EventTime' a timer "
-            "fires once the watermark passes it, so it must be an event time: the session's "
-            "last event + the gap, in milliseconds, not the wall clock "
-            "(timerValues.getCurrentProcessingTimeInMs()).",
+            "No session ever closes: the watermark never passes a timer. In timeMode "
+            "'EventTime' a timer fires once the watermark passes it, so it must be the "
+            "session's last event time + the gap, in epoch milliseconds. Not the wall clock "
+            "(timerValues.getCurrentProcessingTimeInMs()), and not a time read in the wrong "
+            "zone: rows bring aware times in the session time zone, the state naive ones in "
+            "the process's, and a naive time's .timestamp() reads it in the process's zone. "
+            "Bring every time to UTC with in_utc before comparing or converting it.",
             when=never_closes,
         ),
         Mistake(
@@ -148,10 +158,13 @@ EXERCISE = Exercise(
         ),
         Mistake(
             "timer_not_moved",
-            "The old timer is never deleted when a new event extends a session: it fires at the "
-            "old end and closes the session too early, and the next timer then finds no session "
-            "(get() is None). Delete the user's timers (handle.listTimers(), "
-            "handle.deleteTimer(t)) before registering the new one.",
+            "A session closed too early, before the watermark passed its last event + the gap "
+            "(or a timer found no session: get() is None). Either the old timer is never "
+            "deleted when a new event extends a session: it fires at the old end, and the next "
+            "timer then finds no session; delete the user's timers (handle.listTimers(), "
+            "handle.deleteTimer(t)) before registering the new one. Or the timer is not the "
+            "session's end in epoch MILLISECONDS: a time in seconds is a moment in January "
+            "1970, behind any watermark, so it fires at once.",
             error=r"NoneType",
             when=closes_early,
         ),

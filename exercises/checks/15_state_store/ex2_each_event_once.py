@@ -113,10 +113,12 @@ EXERCISE = Exercise(
         ),
         Mistake(
             "ids_kept_forever",
+            "The right rows, but more ids left in state than expected: ids are kept too long. "
             "dropDuplicates(['event_id']) keeps every id for ever, even after a watermark: it "
             "forgets a key only when the key holds the event-time column, and event_id alone "
             "does not. dropDuplicatesWithinWatermark forgets an id once the watermark passes "
-            "its time + the delay.",
+            "its time + the watermark's delay, so that delay must be DEDUP_DELAY, no longer "
+            "(compare the watermarks).",
             when=keeps_every_id,
         ),
     ],

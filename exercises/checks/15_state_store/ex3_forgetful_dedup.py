@@ -86,17 +86,20 @@ EXERCISE = Exercise(
     mistakes=[
         Mistake(
             "time_in_key",
-            "The timestamp is in the deduplication's key: a retry carries a later timestamp, "
-            "so it is another key and gets through. The key is transaction_id alone; let the "
-            "watermark decide how long it is kept.",
+            "A retry got through: a transaction_id came out twice. Either the key holds more "
+            "than the id (the timestamp: a retry carries a later one, so it is another key), "
+            "or the id was forgotten before its retry came (a watermark delay shorter than "
+            "DEDUP_DELAY; compare the watermarks). The key is transaction_id alone, within a "
+            "watermark of DEDUP_DELAY.",
             when=lets_retries_through,
         ),
         Mistake(
             "watermark_only",
-            "A watermark before dropDuplicates(['transaction_id']) changes nothing: "
-            "dropDuplicates forgets a key only when the key holds the event-time column, so "
-            "every id is still kept for ever (compare the state rows). Deduplicate within the "
-            "watermark instead.",
+            "The ids are still kept for ever (compare the state rows). A watermark before "
+            "dropDuplicates changes nothing unless the key holds the watermarked event-time "
+            "column itself: a column computed from it (its minute, say) is not that column, "
+            "and the timestamp itself would let retries through. Deduplicate within the "
+            "watermark instead, on transaction_id alone.",
             when=state_still_grows,
         ),
     ],
