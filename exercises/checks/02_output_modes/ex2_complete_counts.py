@@ -17,16 +17,33 @@ def batches_of(value) -> list[list[tuple]] | None:
 
 
 def leaves_out_unchanged_row(guess, actual) -> bool:
-    """A batch of the guess lacks a row that Spark sent in that batch and, unchanged, in the
-    one before: only the rows the batch changed (update mode's answer)."""
+    """A batch of the guess sends some rows but not a category that Spark sent in that batch
+    and, unchanged, in the one before: only the rows the batch changed (update mode's answer).
+    A category with another value (a wrong average) is no such mistake, nor an empty batch
+    (empty_batch_sends_nothing)."""
     guessed = batches_of(guess)
     if guessed is None:
         return False
     for number in range(1, min(len(guessed), len(actual))):
+        if not guessed[number]:
+            continue
+        categories = {row[0] for row in guessed[number] if row}
         unchanged = [row for row in actual[number] if row in actual[number - 1]]
-        if any(row not in guessed[number] for row in unchanged):
+        if any(row[0] not in categories for row in unchanged):
             return True
     return False
+
+
+def empty_batch_sends_nothing(guess, actual) -> bool:
+    """The guess has a batch empty where Spark sent its table again unchanged (the micro-batch
+    of an empty file)."""
+    guessed = batches_of(guess)
+    if guessed is None:
+        return False
+    return any(
+        not guessed[number] and actual[number] and actual[number] == actual[number - 1]
+        for number in range(1, min(len(guessed), len(actual)))
+    )
 
 
 def skips_repeated_batch(guess, actual) -> bool:
@@ -73,10 +90,17 @@ EXERCISE = Exercise(
     mistakes=[
         Mistake(
             "only_changed_rows",
-            "A batch without games, or an empty one: that is update mode, which sends only the "
-            "rows a batch changed. Complete re-sends the whole table every batch, even after an "
-            "empty file.",
+            "A batch without games, which only batch 0 changed: that is update mode, which "
+            "sends only the rows a batch changed. Complete re-sends the whole table every "
+            "batch, even after an empty file.",
             when=leaves_out_unchanged_row,
+        ),
+        Mistake(
+            "empty_batch_sends_nothing",
+            "The empty file's batch sends nothing in your prediction: no new payment, so "
+            "nothing changed, but complete mode sends the whole result table after every "
+            "micro-batch, changed or not (only update mode would send nothing there).",
+            when=empty_batch_sends_nothing,
         ),
         Mistake(
             "no_batch_for_empty_file",

@@ -92,18 +92,23 @@ EXERCISE = Exercise(
     mistakes=[
         Mistake(
             "watermark_moved",
-            "Now the clicks have no watermark, and Spark refuses the left outer join: the "
-            "nullable side (clicks) must have one, for Spark to know when a click can no longer "
-            "come. Both streams need a watermark.",
+            "Spark refuses the left outer join: to know when no click can still come for an "
+            "impression, it needs a watermark on the nullable side (the clicks) AND a bound on "
+            "how long after its impression a click may come (click_time <= impression_time + "
+            "the window). One of the two is missing: did the clicks' watermark go (moved to the "
+            "impressions?), or the upper end of the time bound? Keep both, and give the "
+            "impressions a watermark too.",
             error=r"LeftOuter join .*not supported without a watermark",
         ),
         Mistake(
             "clicks_watermark_only",
             "No impression ever came out without a click: as in the query given, only the clicks "
-            "have a watermark. That is enough for Spark to accept the join, but it drops an "
-            "impression from the join's state (and, without a click, emits it with nulls) only "
-            "if the impressions have a watermark of their own: without one, no impression ever "
-            "leaves.",
+            "have a watermark in the query Spark runs. That is enough for Spark to accept the "
+            "join, but it drops an impression from the join's state (and, without a click, "
+            "emits it with nulls) only if the impressions have a watermark of their own: "
+            "without one, no impression ever leaves. If you did add one, check that the join "
+            "uses its result: withWatermark returns a new DataFrame and leaves the one it is "
+            "called on as it was (impressions = impressions.withWatermark(...)).",
             when=never_emits_unmatched,
         ),
     ],

@@ -51,7 +51,9 @@ def thinks_unmatched_at_once(guess, actual):
 
 
 def thinks_impression_watermark_alone(guess, actual):
-    """P2 with nulls in batch 2: the impressions' watermark (09:28) taken for the join's."""
+    """P2 with nulls in batch 2, as if batch 2 ran with 09:28: the impressions' watermark
+    taken for the join's, or the clicks' moved by L3 within batch 2 (the same prediction, so
+    the hint names both)."""
     return sent_in(guess, 2, ("P2", None))
 
 
@@ -107,9 +109,13 @@ EXERCISE = Exercise(
         ),
         Mistake(
             "impression_watermark_alone",
-            "That is the impressions' watermark (09:28). The join runs with the MINIMUM of the "
-            "two streams' watermarks, and the clicks' was still 08:59 in batch 2: no click had "
-            "come since 09:01. P2 waits for the batch after.",
+            "P2 with nulls in batch 2 is one batch early: batch 2 ran with the watermark 08:59, "
+            "which has not passed P2's bound (09:12). Either you took the impressions' "
+            "watermark (09:28) for the join's, which is the MINIMUM of the two streams' (the "
+            "clicks' was still 08:59: no click had come since L1 at 09:01), or you let L3 "
+            "(09:35) move the clicks' watermark within batch 2, but a batch runs with the "
+            "watermark computed at the end of the batch before. P2 comes out in the batch "
+            "after.",
             when=thinks_impression_watermark_alone,
         ),
         Mistake(

@@ -130,8 +130,10 @@ EXERCISE = Exercise(
         ),
         Mistake(
             "late_event_wins",
-            "A late event wins: the update has no condition, so an older event that arrives "
-            "after a newer one replaces it. Update only when the batch's event is newer: "
+            "A late event wins: an event that arrives after a newer one of the same user "
+            "replaced that user's row. Either the update has no condition, or its condition "
+            "does not compare event times (an event id says nothing about when the event "
+            "happened). Update only when the batch's event is newer by event time: "
             "whenMatchedUpdateAll(condition='s.last_seen > t.last_seen').",
             when=a_user_went_back_in_time,
         ),

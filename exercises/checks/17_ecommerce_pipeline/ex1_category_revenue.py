@@ -21,8 +21,19 @@ def never_a_watermark(mine, wanted) -> bool:
     )
 
 
-def only_the_revenue_differs(mine, wanted) -> bool:
-    """The same windows, counts and prices, another revenue: how revenue is computed."""
+def revenue_is_sum_of_prices(row) -> bool:
+    """The row's revenue is its purchases' prices added up (purchases x avg_price, within the
+    rounding of both to 2 places), as if each purchase were of one unit."""
+    count, revenue, average = row[REVENUE - 1], row[REVENUE], row[REVENUE + 1]
+    if not all(isinstance(value, (int, float)) for value in (count, revenue, average)):
+        return False
+    return abs(revenue - count * average) <= 0.005 * count + 0.0051
+
+
+def revenue_ignores_quantity(mine, wanted) -> bool:
+    """The same windows, counts and prices, another revenue, and in every row whose revenue
+    differs the sum of the prices: the quantity left out (not another wrong formula, such as
+    the average price x the units sold)."""
 
     def without_revenue(observation) -> list:
         return [
@@ -30,7 +41,31 @@ def only_the_revenue_differs(mine, wanted) -> bool:
             for batch in observation.batches
         ]
 
-    return without_revenue(mine) == without_revenue(wanted)
+    if without_revenue(mine) != without_revenue(wanted):
+        return False
+    differing = [
+        got
+        for mine_batch, wanted_batch in zip(mine.batches, wanted.batches, strict=True)
+        for got, want in zip(mine_batch.rows, wanted_batch.rows, strict=True)
+        if got != want
+    ]
+    return bool(differing) and all(revenue_is_sum_of_prices(row) for row in differing)
+
+
+def watermark_unused(mine, wanted) -> bool:
+    """Every batch's watermark right, but no row ever dropped where Spark drops some: the
+    aggregation does not use the watermark (it groups by no window on the watermarked
+    column)."""
+    if len(mine.batches) != len(wanted.batches):
+        return False
+    return (
+        all(
+            got.watermark == want.watermark
+            for got, want in zip(mine.batches, wanted.batches, strict=True)
+        )
+        and any(batch.dropped for batch in wanted.batches)
+        and not any(batch.dropped for batch in mine.batches)
+    )
 
 
 EXERCISE = Exercise(
@@ -117,7 +152,16 @@ EXERCISE = Exercise(
             "revenue_ignores_quantity",
             "The revenue ignores the quantity: a purchase of 2 units at 100.0 brings 200.0, "
             "not 100.0. Sum price x quantity: F.sum(F.col('price') * F.col('quantity')).",
-            when=only_the_revenue_differs,
+            when=revenue_ignores_quantity,
+        ),
+        Mistake(
+            "window_on_other_column",
+            "The watermark moves as it should, yet no late purchase is dropped (a late one is "
+            "counted): the aggregation does not use the watermark. Spark applies it to an "
+            "aggregation only when that groups by the column withWatermark names, or a window "
+            "on it; a column computed from it after withWatermark (to_timestamp(...), a cast) "
+            "carries no watermark. Group by F.window(EVENT_TIME, ...).",
+            when=watermark_unused,
         ),
     ],
 )
