@@ -20,6 +20,8 @@ Input: lines of text, parsed as in lessons 03 and 04 (common.parsing.parse_json 
 common.schemas.ECOMMERCE_EVENT_SCHEMA): the event's fields and quarantine_reason (null for a
 good event), plus value (the line) and source_file.
 
+The check takes about 10 seconds (measured on 2 cores).
+
 Check it:  python course.py exercises check 04.1
 Stuck?     python course.py exercises hint 04.1
 """

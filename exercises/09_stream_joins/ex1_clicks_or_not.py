@@ -20,6 +20,8 @@ Input: two streams, impressions with common.schemas.IMPRESSION_SCHEMA (impressio
 user_id, impression_time) and clicks with common.schemas.CLICK_SCHEMA (click_id,
 impression_id, ad_id, user_id, click_time).
 
+The check takes about 5 seconds (measured on 2 cores).
+
 Check it:  python course.py exercises check 09.1
 Stuck?     python course.py exercises hint 09.1
 """

@@ -23,6 +23,8 @@ Expected columns of the table, in this order:
 Input: micro-batches of shop events with common.schemas.ECOMMERCE_EVENT_SCHEMA (event_id,
 user_id, event_type, product_id, product_name, category, price, quantity, timestamp).
 
+The check takes about 15 seconds (measured on 2 cores).
+
 Check it:  python course.py exercises check 10.1
 Stuck?     python course.py exercises hint 10.1
 """

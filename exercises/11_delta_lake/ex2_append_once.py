@@ -22,6 +22,8 @@ job, lesson 15's). The check shows each event's event_id, user_id and event_type
 Input: micro-batches of shop events with common.schemas.ECOMMERCE_EVENT_SCHEMA (event_id,
 user_id, event_type, product_id, product_name, category, price, quantity, timestamp).
 
+The check takes about 10 seconds (measured on 2 cores).
+
 Check it:  python course.py exercises check 11.2
 Stuck?     python course.py exercises hint 11.2
 """

@@ -31,6 +31,8 @@ them as pandas DataFrames with those columns.
 
 The check also compares how many users are left in state after the last batch.
 
+The check takes about 10 seconds (measured on 2 cores).
+
 Check it:  python course.py exercises check 12.1
 Stuck?     python course.py exercises hint 12.1
 """

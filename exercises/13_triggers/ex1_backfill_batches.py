@@ -13,6 +13,8 @@ receives), in the order the batches run. Do not run it: reason it out, then chec
 
 Input: files of payments with common.schemas.TRANSACTION_SCHEMA, one payment a line.
 
+The check takes about 5 seconds (measured on 2 cores).
+
 Check it:  python course.py exercises check 13.1
 Stuck?     python course.py exercises hint 13.1
 """

@@ -19,6 +19,8 @@ Input: a stream of shop events with common.schemas.ECOMMERCE_EVENT_SCHEMA (event
 event_type, product_id, product_name, category, price, quantity, timestamp); the event time is
 ``timestamp``.
 
+The check takes about 5 seconds (measured on 2 cores).
+
 Check it:  python course.py exercises check 17.1
 Stuck?     python course.py exercises hint 17.1
 """

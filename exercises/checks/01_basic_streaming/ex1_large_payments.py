@@ -38,14 +38,22 @@ EXERCISE = Exercise(
     check_watermark=False,  # not an exercise about watermarks: a harmless one is no failure
     output_mode="append",
     mirrors="",
+    why=(
+        "filter and select are stateless: Spark runs them on each micro-batch's new rows on "
+        "their own and remembers nothing between batches. That is why the code is the batch "
+        "code, line for line, and why append mode can send each row as soon as its batch runs. "
+        "'> LARGE_AMOUNT' and F.round are ordinary column expressions: they mean on a stream "
+        "exactly what they mean on a table."
+    ),
     hints=[
-        "A stateless query: every micro-batch is filtered and projected on its own, with the "
-        "same DataFrame code as a batch job (lesson 01's build_number_facts). Large means "
-        "strictly above LARGE_AMOUNT.",
-        "transactions.filter(F.col('amount') > LARGE_AMOUNT), then .select(...) with the four "
-        "columns to keep and the computed one.",
-        "In the select: 'timestamp', 'transaction_id', 'user_id', 'amount', "
-        "F.round(F.col('amount') * FEE_RATE, 2).alias('fee').",
+        "Does anything in this query need to remember an earlier micro-batch, or can each batch "
+        "be filtered and computed on its own, as a batch job would do it? And is a payment of "
+        "exactly LARGE_AMOUNT a large one?",
+        "lesson 01, `build_number_facts`: filter keeps the rows, then one select picks the "
+        "columns to keep and computes a new one, named with alias.",
+        "The same shape here: keep the amounts strictly above LARGE_AMOUNT, then select the four "
+        "columns in the order asked and the fee, amount times FEE_RATE rounded to 2 places with "
+        "F.round, named 'fee'.",
     ],
     scenarios=[
         # T2 is exactly 500.0, not large. T5's fee is 10.0002 before rounding, T6's 39.9998.

@@ -52,13 +52,24 @@ EXERCISE = Exercise(
     schemas=TRANSACTION_SCHEMA,
     output_mode="update",
     mirrors="02_output_modes:build_category_stats",
+    why=(
+        "A streaming groupBy keeps its result table in the state store, so every number is "
+        "over all the orders so far, never one batch's share. Update mode sends, after each "
+        "micro-batch, only the rows of that table the batch changed: a category without a new "
+        "order stays silent, one with new orders comes out with its new running totals. A sink "
+        "that upserts those rows by category ends up holding the whole table."
+    ),
     hints=[
-        "The aggregation keeps a result table that grows over the whole stream: counts and "
-        "averages are over every order so far, not over one micro-batch. Update mode sends, "
-        "after each batch, the rows of that table that the batch changed.",
-        "For each batch: which categories does it touch? Only those are sent, with their "
-        "numbers over all orders seen so far.",
-        "Batch 1 touches toys and games, so books is not sent; in batch 2 books has 4 orders.",
+        "Is a category's row the result of this micro-batch's payments alone, or of every payment "
+        "so far? And which rows of that result did a given batch change?",
+        "lesson 02, `main`: part 1 replays `WALKTHROUGH_BATCHES` through this very query (lesson "
+        "02, `build_category_stats`) in complete and in update mode; the docstring's 'What you'll "
+        "see' shows what each batch sent. In batch 1, which categories does update send, and "
+        "which does it leave out?",
+        "A method: keep a running table per category (orders, sum of amounts). For each batch in "
+        "turn, add its payments to the table, then write down only the categories this batch "
+        "touched, each with its orders and average (sum / orders, rounded to 2 places) over "
+        "everything so far.",
     ],
     scenarios=[
         # The file's scenario: books is touched in batches 0 and 2, toys in 0 and 1.

@@ -65,13 +65,24 @@ EXERCISE = Exercise(
     schemas=TRANSACTION_SCHEMA,
     output_mode="complete",
     mirrors="02_output_modes:build_category_stats",
+    why=(
+        "Complete mode sends the whole result table after every micro-batch, changed or not, "
+        "so a sink can simply replace what it had. A micro-batch runs whenever the source has "
+        "something new, and a new file is new even when it is empty: that batch changes no row "
+        "and still re-sends the table. The price is output that grows with the table (every "
+        "key ever seen, in every batch), which is why complete mode needs an aggregation and "
+        "suits small result tables."
+    ),
     hints=[
-        "Complete mode sends the whole result table after every micro-batch: every category "
-        "seen so far, whether this batch changed it or not.",
-        "A micro-batch runs for every new file, even an empty one; in complete mode it sends "
-        "the table again, unchanged.",
-        "Four batches, and from batch 1 on each holds books (2 orders, avg 15.0) and games; "
-        "music joins in batch 3.",
+        "After a micro-batch, does complete mode send what the batch changed, or the whole result "
+        "so far? And does a new file that holds no payment still make a micro-batch?",
+        "lesson 02, `main`: in part 1 (the docstring's 'What you'll see'), each batch's complete "
+        "line holds every category seen so far, changed or not. lesson 03, `write_batch`: read "
+        "its comment on an empty file.",
+        "A method: keep a running table per category (orders, sum of amounts). For each of the "
+        "four batches, add its payments (none for the empty file), then write down the WHOLE "
+        "table: every category seen so far, with its orders and average (sum / orders, rounded to "
+        "2 places) over everything so far.",
     ],
     scenarios=[
         # The file's scenario: batch 1 changes books only, batch 2 is an empty file.

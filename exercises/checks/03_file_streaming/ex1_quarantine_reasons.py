@@ -61,17 +61,28 @@ EXERCISE = Exercise(
     check_watermark=False,  # not an exercise about watermarks: a harmless one is no failure
     output_mode="append",
     mirrors="03_file_streaming:parse_transactions",
+    why=(
+        "from_json never fails the query: a value that does not fit the schema becomes null. "
+        "Nulls alone cannot say why, so the line is parsed a second time with every field as "
+        "text: null there means absent, text there but null in the typed parse means the wrong "
+        "type. A chain of F.when gives the first reason that applies, and since nothing is "
+        "filtered, every line comes out, so a bad line can be kept in a quarantine instead of "
+        "being lost or stopping the stream."
+    ),
     hints=[
-        "from_json never fails: a value it cannot read as the field's type ('abc' as a "
-        "number) comes back null. So null alone cannot tell 'absent' from 'of the wrong type': "
-        "parse the line twice, once with the schema's types and once with every field as "
-        "StringType, and compare.",
-        "F.from_json(F.col('value'), schema) for both parses; F.json_object_keys(F.col('value')) "
-        "is null when the line is not a JSON object; a chain F.when(...).when(...) gives the "
-        "first reason that applies (null when none does).",
-        "absent: as_text.field is null or F.trim(as_text.field) == ''; wrong type: "
-        "record.field is null and the field is not absent. Select 'value', the record's five "
-        "fields, then the reason .alias('quarantine_reason').",
+        "Parsing a line with the schema's types gives null both for a field the line lacks and "
+        "for a value of the wrong type ('abc' for the amount). What second look at the same line "
+        "would tell those two apart? And what must be true of a line before any of its fields can "
+        "be looked at?",
+        "lesson 03, `parse_transactions`: the line is parsed twice, once with the schema's types "
+        "and once keeping each field's value as the line gives it; lesson 03, `quarantine_reason` "
+        "then gives the first reason that applies, in a chain of when()s: the line first, then "
+        "field by field in the schema's order.",
+        "lesson 03, `absent` and `unreadable`: a field is missing when the second parse has "
+        "nothing there (or blank text), and of the wrong type when the second parse has it but "
+        "the typed one is null. Here a second parse with every field as StringType is enough (the "
+        "lesson's VARIANT also tells JSON types apart); F.json_object_keys is null unless the "
+        "line starts with a JSON object.",
     ],
     scenarios=[
         # Batch 0: plain text, a line without user_id. Batch 1: T3 has no category (optional,

@@ -45,9 +45,10 @@ def read_lines(spark, folder: Path, files_per_trigger: int = 1):
     return parsing.parse_json(lines, ECOMMERCE_EVENT_SCHEMA)
 
 
-def start_and_finish(spark, module, lines, workdir: Path) -> set:
+def start_and_finish(spark, module, lines, workdir: Path) -> tuple[list, bool]:
     """Call the learner's start_sinks, then let every query it started read all there is: the
-    ids of the queries it started."""
+    ids of the queries it started, and whether each runs with the trigger it was given
+    (availableNow, which stops it once it has read what was there)."""
     from practice.checking import NotStarted
 
     before = {query.id for query in spark.streams.active}
@@ -66,6 +67,10 @@ def start_and_finish(spark, module, lines, workdir: Path) -> set:
         for query in queries:
             # Waits until the query has read every file (also without availableNow).
             query.processAllAvailable()
+        triggered = [trigger_of(query) == "AvailableNowTrigger" for query in queries]
+        for query, available_now in zip(queries, triggered, strict=True):
+            if available_now:
+                query.awaitTermination()  # it stops by itself: it has read every file
     except NotImplementedError as error:
         raise NotStarted() from error
     finally:
@@ -75,7 +80,13 @@ def start_and_finish(spark, module, lines, workdir: Path) -> set:
     for query in queries:
         if query.exception():
             raise query.exception()
-    return [str(query.id) for query in queries]
+    return [str(query.id) for query in queries], all(triggered)
+
+
+def trigger_of(query: StreamingQuery) -> str:
+    """The trigger a (classic) query runs with, as Spark names it: 'AvailableNowTrigger',
+    'ProcessingTimeTrigger(0)' for the default..."""
+    return query._jsq.streamingQuery().trigger().toString()
 
 
 def partition_of(file_uri: str, folder: Path) -> str:
@@ -118,21 +129,26 @@ def run_and_restart(spark, exercise, module, scenario, workdir: Path) -> Observa
     first_mtime = time.time() - len(batches) - 60
     runs = []
     ids = []
+    stopped = []
     for files, per_trigger in ((range(len(batches) - 1), 1), ([len(batches) - 1], 2)):
         for number in files:
             write_file(workdir / "input", number, batches[number], first_mtime)
         lines = read_lines(spark, workdir / "input", per_trigger)
-        ids.append(start_and_finish(spark, module, lines, workdir))
+        run_ids, run_stopped = start_and_finish(spark, module, lines, workdir)
+        ids.append(run_ids)
+        stopped.append(run_stopped)
         runs.append(Batch(read_sinks(spark, workdir)))
     facts = {
         RESUMED: set(ids[0]) == set(ids[1]),
         OWN_IDS: all(len(set(run)) == len(run) for run in ids),
+        STOPPED: all(stopped),
     }
     return Observation(COLUMNS, runs, facts=facts)
 
 
 RESUMED = "the restart resumed each query (the same query ids)"
 OWN_IDS = "each query has an id of its own (a checkpoint of its own)"
+STOPPED = "each query runs with the trigger it was given (.trigger(**trigger))"
 
 
 def started_over(mine, wanted) -> bool:
@@ -144,6 +160,11 @@ def started_over(mine, wanted) -> bool:
 def share_an_id(mine, wanted) -> bool:
     """Two queries of a run have the same id: they were started on one checkpoint folder."""
     return mine.facts.get(OWN_IDS) is False
+
+
+def ignores_trigger(mine, wanted) -> bool:
+    """A query runs with another trigger than the one the check gave (availableNow)."""
+    return mine.facts.get(STOPPED) is False
 
 
 def not_partitioned(mine, wanted):
@@ -158,17 +179,26 @@ EXERCISE = Exercise(
     schemas=ECOMMERCE_EVENT_SCHEMA,
     run=run_and_restart,
     check_dropped=False,
+    why=(
+        "Each writeStream ... start() is a query of its own: it reads the source at its own "
+        "pace and logs, in its own checkpoint, which files each batch read and which batches "
+        "it committed. On a restart each query resumes after its last committed batch, so the "
+        "new file's rows are added once, and only they. The file sink keeps a log of its own, "
+        "_spark_metadata, of the files each committed batch wrote: a batch read of the folder "
+        "follows it and never sees the files of a batch that did not finish."
+    ),
     hints=[
-        "Each writeStream ... start() is a query of its own. A file sink writes only new rows "
-        "(append) and needs a checkpoint: the checkpoint is how a restarted query knows which "
-        "files it has read and which batches it has written. A checkpoint belongs to exactly "
-        "one query.",
-        "build_events(lines).writeStream.format('parquet').outputMode('append')"
-        ".partitionBy('date').option('path', paths.uri(events_dir))"
-        ".option('checkpointLocation', paths.uri(checkpoints / 'events'))"
-        ".trigger(**trigger).start()",
-        "The same for build_quarantine(lines) with format('json'), quarantine_dir and "
-        "checkpoints / 'quarantine'; return [the events query, the quarantine query].",
+        "Each stream you start is a query of its own. What does a restarted query need in order "
+        "to know which files it has read and which batches it has written? Can two queries share "
+        "that?",
+        "lesson 04, `start_parquet`: a file sink written out one call per line: the format, "
+        "append mode, the partition column, the path and the checkpoint. lesson 04, "
+        "`start_quarantine` is its JSON twin.",
+        "lesson 04, `start_sinks`: each durable sink gets a checkpoint folder of its own under "
+        "one root. Here: build_events(lines) into events_dir, one folder per date, and "
+        "build_quarantine(lines) into quarantine_dir, each with .trigger(**trigger) and its own "
+        "folder under checkpoints (paths.uri gives Spark a folder's address); return both started "
+        "queries.",
     ],
     scenarios=[
         # Run 1 reads two files: E1-E3 good, a line cut off, one with no user_id, an empty
@@ -250,6 +280,14 @@ EXERCISE = Exercise(
             "The events are not in one folder per date: the file sink writes partition folders "
             "(date=2025-01-15/) only when told .partitionBy('date').",
             when=not_partitioned,
+        ),
+        Mistake(
+            "ignores_trigger",
+            "A query runs with another trigger than the one it was given. The check passes "
+            "availableNow, which reads what is there and stops; without .trigger(**trigger) a "
+            "query runs on the default trigger, a micro-batch after another, until someone "
+            "stops it. Start each query with .trigger(**trigger).",
+            when=ignores_trigger,
         ),
     ],
 )

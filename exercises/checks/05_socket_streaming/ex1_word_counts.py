@@ -47,16 +47,22 @@ EXERCISE = Exercise(
     check_watermark=False,  # not an exercise about watermarks: a harmless one is no failure
     output_mode="complete",
     mirrors="",
+    why=(
+        "split and explode are stateless: each line becomes its words on its own, whatever "
+        "batch brings it. groupBy('word').count() is stateful: the count per word lives in the "
+        "state store across micro-batches, so a word seen in batch 0 and again in batch 3 has "
+        "one running count, and complete mode re-sends that whole table each batch. lower() "
+        "before the split makes 'Spark' and 'spark' one key, and the filter removes the empty "
+        "strings split leaves where a line starts or ends with a separator."
+    ),
     hints=[
-        "Two steps: turn each line into one row per word (a stateless select), then count the "
-        "rows per word (an aggregation: its counts are the query's state, and complete mode "
-        "sends the whole table after every micro-batch).",
-        "F.split(column, WORD_SEPARATOR) makes an array of words from a line, F.explode(...) one "
-        "row per array element, F.lower(...) the lower case. Splitting leaves an empty string "
-        "where a line starts or ends with a separator: filter it out. Then "
-        "words.groupBy('word').count().",
-        "lines.select(F.explode(F.split(F.lower(F.col('value')), WORD_SEPARATOR)).alias('word'))"
-        ".where(F.col('word') != '')",
+        "What must one line become before its words can be counted, and which of the two steps "
+        "keeps something from one micro-batch to the next? What does splitting a line that starts "
+        "with a separator leave at its front?",
+        "lesson 05, `parse_words`: split() turns a line into an array of words, explode() the "
+        "array into rows; its comments say why a filter follows.",
+        "lesson 05, `build_word_counts`: the count per word is the query's state. Split with the "
+        "WORD_SEPARATOR given here, in lower case, and name the words' column 'word'.",
     ],
     scenarios=[
         # "words." and "words!" end in a separator (an empty string after the split); "Spark"

@@ -15,17 +15,22 @@ EXERCISE = Exercise(
     schemas=SENSOR_SCHEMA,
     output_mode="append",
     mirrors="",
+    why=(
+        "A session window has no fixed size: it runs from a sensor's first reading to its last "
+        "reading + the gap, and a reading within the gap extends it, so a session can change "
+        "until the stream is past its end. Append mode sends a row only once it can no longer "
+        "change, and only a watermark can tell: once the watermark (latest event time - 10 s) "
+        "reaches a session's end, the session is sent, once, and leaves the state. Without "
+        "withWatermark before the groupBy, Spark refuses the aggregation in append mode."
+    ),
     hints=[
-        "A session window grows while events keep coming less than the gap apart. Append mode "
-        "sends a row only when it can no longer change, and only a watermark tells Spark that: "
-        "once the watermark (latest event time - delay) reaches a session's end, that session "
-        "is final. A reading is not dropped just for being older than the watermark: only when "
-        "its own time plus the gap is at or before the previous batch's watermark (lesson 07).",
-        "readings.withWatermark('event_time', WATERMARK_DELAY) before "
-        ".groupBy(F.session_window('event_time', SESSION_GAP), 'sensor_id'), then "
-        ".agg(F.count('*').alias('readings')).",
-        "Select F.col('session_window.start').alias('session_start'), the same for the end, "
-        "then 'sensor_id' and 'readings'.",
+        "When can a sensor's session no longer grow or merge with another one, and what tells "
+        "Spark that this moment has come? Without it, could append mode ever send a session?",
+        "lesson 06, `build_closed_sessions`: see where the watermark is set, before lesson 06, "
+        "`build_sessions` groups by a session window and the sensor.",
+        "lesson 06, `to_window_rows`: the session window's start and end become columns with "
+        "select and alias. Here the only measure is readings, a count of every reading (one "
+        "without a temperature too): columns session_start, session_end, sensor_id, readings.",
     ],
     scenarios=[
         # r1 and r3 (4 s apart) are one session, r4 another; r5 joins SENSOR-1's session a

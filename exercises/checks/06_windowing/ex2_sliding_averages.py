@@ -2,16 +2,11 @@ import re
 from collections import Counter
 
 from common.schemas import SENSOR_SCHEMA
-from practice.scenarios import reading
+from practice.scenarios import reading, seconds
 from practice.spec import Exercise, Mistake, Scenario
 
 # A time on the scenarios' day shows as 'HH:MM:SS'; any other day (the clock's) with its date.
 DATED = re.compile(r"^\d{4}-\d\d-\d\d ")
-
-
-def seconds(time_of_day: str) -> int:
-    hours, minutes, secs = (int(part) for part in time_of_day.split(":"))
-    return 3600 * hours + 60 * minutes + secs
 
 
 def windows_on_the_clock(mine, wanted):
@@ -62,15 +57,23 @@ EXERCISE = Exercise(
     output_mode="update",
     # 06_windowing:build_sliding_windows groups by its *keys and adds reading_ids: not the same.
     mirrors="",
+    why=(
+        "window(event_time, size, slide) puts each reading in every window that holds its "
+        "event time: size / slide = 2 overlapping windows here, so one reading updates two "
+        "rows. The window comes from the time written in the reading, not from when it "
+        "arrives, so a late reading still lands in its own windows, and update mode sends each "
+        "window the batch changed with its totals so far. count('*') counts rows while avg "
+        "skips nulls: a reading without a temperature counts in readings, not in avg_temp."
+    ),
     hints=[
-        "A sliding window has a size and a slide: a new 20 s window starts every 10 s, so each "
-        "reading counts in two windows. The window comes from event_time, the time the reading "
-        "was taken, not from when it arrived.",
-        "readings.groupBy(F.window('event_time', SLIDING_SIZE, SLIDING_STEP), 'sensor_id'), "
-        "then .agg(F.count('*').alias('readings'), "
-        "F.round(F.avg('temperature'), 2).alias('avg_temp')).",
-        "Then .select(F.col('window.start').alias('window_start'), "
-        "F.col('window.end').alias('window_end'), 'sensor_id', 'readings', 'avg_temp').",
+        "A window of 20 s that starts every 10 s: how many windows does one reading fall in, and "
+        "which time decides them, when it was taken or when it arrived? What should an average do "
+        "with a reading that has no temperature?",
+        "lesson 06, `build_sliding_windows`: window() with a third argument, the slide, grouped "
+        "together with the sensor.",
+        "lesson 06, `to_window_rows`: the measures, then the window's start and end as columns. "
+        "Here two measures: readings (count every reading) and avg_temp (the average skips nulls, "
+        "rounded to 2 places); columns window_start, window_end, sensor_id, readings, avg_temp.",
     ],
     scenarios=[
         # Two sensors, each reading in two overlapping windows; a late reading, a boundary.

@@ -92,14 +92,26 @@ EXERCISE = Exercise(
     function="build_tumbling_counts",
     schemas=SENSOR_SCHEMA,
     output_mode="update",
+    why=(
+        "A row's window depends on its event time alone: r5, taken at 10:30:04, belongs to "
+        "[10:30:00, 10:30:10) whichever batch brings it, and without a watermark every window "
+        "stays open for it. Update mode sends, in each batch, only the windows that batch "
+        "changed, each with its total so far from the state, so an untouched window is not "
+        "sent again. A window includes its start and excludes its end: a reading at exactly "
+        "10:30:20 belongs to the window that starts there."
+    ),
     hints=[
-        "Update mode sends, in each micro-batch, only the windows that batch changed, each with "
-        "its total so far. A window the batch did not touch is not sent again.",
-        "window('event_time', '10 seconds') puts a reading in the window of the time it was "
-        "taken, whenever it arrives: r5 (10:30:04) lands in [10:30:00, 10:30:10). A window "
-        "includes its start and excludes its end.",
-        "Batch 0 sends [10:30:00, 10:30:10) with 2 readings and [10:30:10, 10:30:20) with 1. "
-        "Batch 1 changes two windows: which, and what are their totals now?",
+        "In update mode, which windows does a micro-batch send: all of them, or only the ones its "
+        "readings changed, and with which count? Does a reading that arrives late count in the "
+        "window of the time it was taken, or of the time it arrived?",
+        "lesson 06, `main`, part 1 (tumbling windows, update mode): in batch 1, r8 and r9 change "
+        "the 10:30:00 window although they arrive late; the docstring's 'What you'll see' shows "
+        "that window sent again with its new count. lesson 06, `build_tumbling_windows`: the "
+        "window comes from event_time alone, its start included and its end excluded.",
+        "A method: keep a table of windows and their counts. For each batch, put each reading in "
+        "the 10 s window that holds its time (start included, end excluded) and add 1 to that "
+        "window; then write down only the windows this batch added to, each with its count so "
+        "far.",
     ],
     # A predict exercise needs no hidden scenario: the query and its input are in the file.
     scenarios=[Scenario(to_readings(PRISTINE.SCENARIO))],

@@ -1,11 +1,6 @@
 from common.schemas import SENSOR_SCHEMA
-from practice.scenarios import reading
+from practice.scenarios import reading, seconds
 from practice.spec import Exercise, Mistake, Scenario
-
-
-def seconds(time_of_day: str) -> int:
-    hours, minutes, secs = (int(part) for part in time_of_day.split(":"))
-    return 3600 * hours + 60 * minutes + secs
 
 
 def watermark_lag(mine, wanted) -> int | None:
@@ -36,16 +31,24 @@ EXERCISE = Exercise(
     check_dropped=True,
     # 07_watermarking:build_window_counts counts all sensors together and waits 10 s.
     mirrors="",
+    why=(
+        "withWatermark on the event-time column, before the groupBy, gives the aggregation a "
+        "clock that only moves forward: after each micro-batch, the latest event time seen "
+        "minus 5 s. In append mode a window is sent once that watermark reaches its end, and "
+        "then leaves the state; a reading for a window the previous batch's watermark had "
+        "already reached is dropped (numRowsDroppedByWatermark) rather than reopening it. A "
+        "reading older than the watermark still counts while its window is open: lateness is "
+        "judged by the window's end, not the row's time."
+    ),
     hints=[
-        "A watermark is (latest event time seen) - delay. Append mode sends a window once the "
-        "watermark reaches its end, and a reading for a window whose end the previous batch's "
-        "watermark had reached is dropped. The watermark must be declared on the event-time "
-        "column, before the aggregation that uses it.",
-        "readings.withWatermark('event_time', WATERMARK_DELAY), then "
-        ".groupBy(F.window('event_time', WINDOW_SIZE), 'sensor_id')"
-        ".agg(F.count('*').alias('readings')).",
-        "Then .select(F.col('window.start').alias('window_start'), "
-        "F.col('window.end').alias('window_end'), 'sensor_id', 'readings').",
+        "How far behind the latest event may a reading be and still count, and when is a window "
+        "final, so that append mode can send it? Where in the query must Spark learn about that "
+        "delay: before or after the grouping?",
+        "lesson 07, `build_window_counts`: the watermark on the event-time column, set before the "
+        "groupBy with the window.",
+        "Group by a tumbling window of WINDOW_SIZE and the sensor, count the readings, then turn "
+        "the window into window_start and window_end: lesson 06, `to_window_rows` shows that "
+        "select.",
     ],
     scenarios=[
         # Batch 1 runs with the watermark 10:30:12 (10:30:17 - 5 s) and closes

@@ -10,7 +10,7 @@ batch, the rules agree too often to tell them apart.)
 
 from common.schemas import SENSOR_SCHEMA
 from practice import catalog
-from practice.scenarios import reading
+from practice.scenarios import reading, seconds
 from practice.spec import Exercise, Mistake, Scenario
 
 PRISTINE = catalog.load_module(
@@ -35,11 +35,6 @@ def dropped_ids(observation) -> list:
         counted = {reading_id for row in batch.rows for reading_id in row[-1]}
         dropped.append(sorted(reading_id for reading_id, _ in arrived if reading_id not in counted))
     return dropped
-
-
-def seconds(time_of_day: str) -> int:
-    hours, minutes, secs = (int(part) for part in time_of_day.split(":"))
-    return 3600 * hours + 60 * minutes + secs
 
 
 def watermarks() -> list:
@@ -107,15 +102,26 @@ EXERCISE = Exercise(
     predicted=dropped_ids,
     check_dropped=True,
     mirrors="07_watermarking:build_window_counts",
+    why=(
+        "A micro-batch runs with two watermarks: its own, set from the batches before it, "
+        "closes windows; the previous batch's drops late rows. So a reading in batch N is "
+        "judged by the latest event time of batches 0 to N-2, and it is dropped only when its "
+        "window ended at or before that watermark: r7 (10:30:16) is behind 10:30:17 yet its "
+        "window [10:30:10, 10:30:20) is still open, so it counts, while r8's window had ended. "
+        "A dropped row is in no window and shows only in numRowsDroppedByWatermark."
+    ),
     hints=[
-        "After each micro-batch the watermark becomes (latest event time seen) - 10 s, for the "
-        "batches that follow. A batch runs with two watermarks: its own closes windows; the "
-        "previous batch's drops late readings.",
-        "A reading is dropped when its WINDOW ended at or before the previous batch's "
-        "watermark, not when its own event time is behind it: 10:30:16 is in "
-        "[10:30:10, 10:30:20), which a watermark of 10:30:17 has not passed.",
-        "Write down, for each batch, the latest event time before it: batch 3's own watermark "
-        "is 10:30:38 - 10 s = 10:30:28 and it drops with batch 2's, 10:30:27 - 10 s = 10:30:17.",
+        "A micro-batch runs with two watermarks: its own, computed after the batch before it, and "
+        "the one of the batch before. Which of them decides that a reading is too late? And is it "
+        "the reading's own time, or the end of its window, that is compared with it?",
+        "lesson 07, `SCENARIO`: the docstring's 'What you'll see' table gives, for each batch, "
+        "the watermark that drops late rows and the one that closes windows; lesson 07, `main` "
+        "explains why r9@13 gets in while r8@09 is dropped.",
+        "A method: write down the latest event time after each batch. Batch N's own watermark is "
+        "the latest time after batch N-1 minus 10 s (none for batch 0); it drops late readings "
+        "with batch N-1's own watermark (none for batches 0 and 1). For each reading of batch N, "
+        "find its 10 s window: it is dropped if that window's end is at or before the dropping "
+        "watermark. A batch's own readings never move the watermarks it runs with.",
     ],
     # A predict exercise needs no hidden scenario: the query and its input are in the file.
     scenarios=[Scenario(to_readings(PRISTINE.SCENARIO))],

@@ -1,18 +1,13 @@
 from common.schemas import SENSOR_SCHEMA
-from practice.scenarios import reading
+from practice.scenarios import reading, seconds
 from practice.spec import Exercise, Mistake, Scenario
 
 
-def seconds(time_of_day: str) -> int:
-    hours, minutes, secs = (int(part) for part in time_of_day.split(":"))
-    return 3600 * hours + 60 * minutes + secs
-
-
-def watermark_lag(mine, wanted) -> int | None:
+def watermark_lag(mine, wanted) -> float | None:
     """How many seconds the learner's watermarks trail the expected ones, if by the same
     amount in every batch where both have one; None otherwise."""
     lags = {
-        seconds(my_batch.watermark) - seconds(want_batch.watermark)
+        round(seconds(my_batch.watermark) - seconds(want_batch.watermark), 3)
         for my_batch, want_batch in zip(mine.batches, wanted.batches, strict=False)
         if my_batch.watermark and want_batch.watermark
     }
@@ -43,16 +38,22 @@ EXERCISE = Exercise(
     schemas=SENSOR_SCHEMA,
     output_mode="update",
     check_state=True,
+    why=(
+        "Without a watermark a reading for any window may still come, so Spark must keep "
+        "every window's row in the state store for ever. A watermark on the column the windows "
+        "are computed from (latest event time - 10 s) tells the aggregation when a window can "
+        "no longer change: once it reaches the window's end, the window leaves the state, in "
+        "update mode too. No reading is later than the lateness the input promises, so nothing "
+        "is dropped and each batch sends what it sent before: only the state stops growing."
+    ),
     hints=[
-        "Without a watermark a reading for any window may still come, so Spark must keep every "
-        "window forever. A watermark says how late a reading may be; once it has passed a "
-        "window's end, the window can no longer change and leaves the state.",
-        "readings.withWatermark('event_time', MAX_LATENESS) before the groupBy: on the "
-        "event-time column the windows are computed from, with the lateness the input "
-        "promises.",
-        "on_time = readings.withWatermark('event_time', MAX_LATENESS), then "
-        "on_time.groupBy(F.window('event_time', WINDOW_SIZE), 'sensor_id') and the same agg "
-        "and select as before.",
+        "Why must this query keep every window it has ever opened? What would have to tell Spark "
+        "that no reading can still come for a window?",
+        "lesson 07, `start_state_probes`: the same windowed count without and with a watermark; "
+        "the docstring's state table shows which one stops growing.",
+        "lesson 07, `build_window_counts`: the watermark goes on the event-time column, before "
+        "the groupBy; here its delay is MAX_LATENESS, the lateness the input promises. The rows "
+        "each batch sends stay the same.",
     ],
     scenarios=[
         # Three batches, two sensors, one new window each 10 s; r5 (10:30:08) arrives with

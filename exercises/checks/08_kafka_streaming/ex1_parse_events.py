@@ -91,18 +91,25 @@ EXERCISE = Exercise(
     check_watermark=False,  # not an exercise about watermarks: a harmless one is no failure
     output_mode="append",
     mirrors="08_kafka_streaming:parse_events",
+    why=(
+        "Kafka knows nothing of your data: a key and a value are bytes, so they are cast to "
+        "string before from_json can read them. Parsed with a schema in PERMISSIVE mode, a "
+        "value that does not fit never fails the query: its row stays, with null fields and a "
+        "reason, rather than stopping the stream or vanishing. Topic, partition and offset name "
+        "a record uniquely in Kafka, so a quarantined record can be found and replayed from "
+        "there."
+    ),
     hints=[
-        "A Kafka row is key, value, topic, partition, offset, timestamp, timestampType. Which "
-        "of them are bytes, and what must happen to bytes before from_json can read them? Cast "
-        "key and value to "
-        "text, give the other four their source_ names, then parse: a value that cannot be "
-        "used keeps its row, with a reason, instead of being dropped.",
-        "messages.select(F.col('key').cast('string').alias('key'), "
-        "F.col('value').cast('string').alias('value'), F.col('topic').alias('source_topic'), "
-        "... 'partition', 'offset', 'timestamp' likewise), then "
-        "parsing.parse_json(text, ECOMMERCE_EVENT_SCHEMA).",
-        "parse_json keeps the columns it is given, adds the schema's fields and "
-        "quarantine_reason, and filters nothing: return its result as it is.",
+        "Which columns of a Kafka row are bytes, and what must happen to bytes before a JSON "
+        "parser can read them? If a value cannot be parsed, what must its row still carry so that "
+        "someone can find the original message in Kafka?",
+        "lesson 08, `parse_events`: one select casts the key and the value to text and renames "
+        "topic, partition, offset and timestamp to say where a message came from; then "
+        "parsing.parse_json adds the event's fields and the reason.",
+        "A cast never fails: a null value (a tombstone) or bytes that are not UTF-8 keep their "
+        "row. parse_json keeps every column it is given and filters nothing: return its result as "
+        "it is, with the columns named and ordered as the exercise lists them (timestampType is "
+        "not one of them).",
     ],
     scenarios=[
         # Partition 0 offset 1 is cut off (the producer's --malformed-every), partition 1

@@ -49,20 +49,26 @@ EXERCISE = Exercise(
     schemas={"impressions": IMPRESSION_SCHEMA, "clicks": CLICK_SCHEMA},
     output_mode="append",
     mirrors="09_stream_joins:build_ad_join",
+    why=(
+        "A left outer join must at some point say 'no click came', and on a stream it can say "
+        "so only once no click can still arrive. The time bound in the condition and the "
+        "clicks' watermark let Spark accept the join: it can work out how long an impression "
+        "must wait. The impressions' own watermark lets it evict an impression from the join's "
+        "state: once the join's watermark (the smaller of the two streams') has passed "
+        "impression_time + 10 minutes, the impression comes out with nulls, once. A matched "
+        "impression does not wait: it comes out in the batch its click arrives."
+    ),
     hints=[
-        "A left outer join keeps every impression; Spark can emit one without a click only "
-        "when it knows no click can still come. For that it needs a time bound in the join "
-        "condition (a click within CLICK_WINDOW_MINUTES after its impression) and a watermark "
-        "on both streams: the clicks' one for Spark to accept the join at all, the impressions' "
-        "one for it to ever drop an impression, and emit it with nulls.",
-        "impressions.withWatermark('impression_time', IMPRESSION_WATERMARK), "
-        "clicks.withWatermark('click_time', CLICK_WATERMARK); rename the click's impression_id "
-        "(e.g. click_impression_id); join on the same impression AND "
-        "click_time between impression_time and impression_time + the interval, 'left_outer'.",
-        "window_end = F.col('impression_time') + F.expr(f'INTERVAL {CLICK_WINDOW_MINUTES} "
-        "MINUTES'); condition: (F.col('impression_id') == F.col('click_impression_id')) & "
-        "(F.col('click_time') >= F.col('impression_time')) & (F.col('click_time') <= "
-        "window_end); then select the six columns.",
+        "A left outer join must, at some point, emit an impression that got no click. When can "
+        "Spark be sure that no more clicks will come for an impression? What must it know about "
+        "each stream, and about the join condition, to work that out?",
+        "lesson 09, `build_ad_join`: look at where each side gets its watermark, and read the "
+        "comment above them: which watermark Spark requires to accept a left outer join, and "
+        "which one it needs to ever drop an impression and emit it with nulls.",
+        "lesson 09, `build_ad_join`: the time bound has two ends (a click from impression_time to "
+        "impression_time + CLICK_WINDOW_MINUTES, both included), and the clicks' impression_id is "
+        "renamed before the join so the two ids can be compared. Join 'left_outer', then select "
+        "the six columns.",
     ],
     scenarios=[
         # I1 is clicked at once. C2 comes before its impression and C3 15 minutes after its

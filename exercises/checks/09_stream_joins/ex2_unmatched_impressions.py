@@ -27,16 +27,26 @@ EXERCISE = Exercise(
     output_mode="append",
     check_state=True,  # the query as given keeps every row in the join's state
     mirrors="09_stream_joins:build_ad_join",
+    why=(
+        "Spark accepts a left outer stream-stream join once the nullable side (the clicks) has "
+        "a watermark and the condition a time bound, but it removes a left row from the join's "
+        "state, and only then emits it with nulls, through a watermark on the left input "
+        "itself. With withWatermark on impression_time, once the join's watermark (the smaller "
+        "of the two) has passed impression_time + 10 minutes, an unmatched impression comes "
+        "out with nulls and leaves the state. The matched rows do not change: they never "
+        "waited for a watermark."
+    ),
     hints=[
-        "An impression without a click comes out when Spark drops it from the join's state: "
-        "when the join's watermark says no click can still come for it. Which of the two "
-        "streams has a watermark here, and which side's rows would Spark have to drop?",
-        "Spark accepts a left outer join once the nullable side (clicks) has a watermark and "
-        "the condition a time bound; but the left side's rows are evicted, and emitted with "
-        "nulls, only if the left side has a watermark of its own, once the join's watermark "
-        "(the smaller of the two) has passed their time bound.",
-        "Add impressions = impressions.withWatermark('impression_time', IMPRESSION_WATERMARK) "
-        "before the join, and keep the clicks' watermark.",
+        "An impression without a click comes out only when Spark drops it from the join's state. "
+        "Which of the two streams has a watermark in this query, and whose rows would Spark have "
+        "to drop to emit an impression with nulls?",
+        "lesson 09, `build_ad_join`: read the comment above its watermarks: the one Spark "
+        "requires to accept a left outer join, and the one it needs to ever drop, and emit, an "
+        "impression. lesson 09, `build_join_kinds` runs this query ('one watermark') beside the "
+        "right one.",
+        "lesson 09, `build_ad_join` sets the missing watermark on the impressions' event-time "
+        "column, with IMPRESSION_WATERMARK, and keeps the clicks' one. withWatermark returns a "
+        "new DataFrame: the join must use what it returns.",
     ],
     scenarios=[
         # A1 and A3 get no click. With both watermarks, the trailing empty micro-batch runs
@@ -61,6 +71,9 @@ EXERCISE = Exercise(
         # Other ids and order; Q2 has no click, and R9 is a click on an impression that never
         # came. The bounds are inclusive: R4 comes at Q4's very time, R5 exactly 10 minutes
         # after Q5; R6, 10.5 minutes after Q6, is out of bounds, so Q6 comes out with nulls.
+        # Q7 (14:00) takes the impressions' watermark to 13:58, past the clicks' (13:45 - 2
+        # minutes): the clicks' watermark is then the smaller, the join's, 13:43 in the last
+        # batch (13:44 with a 1-minute delay, 13:42 with 3).
         Scenario(
             {
                 "impressions": [
@@ -71,7 +84,10 @@ EXERCISE = Exercise(
                         impression("Q5", "AD-9", "USER-5", "13:13:00"),
                         impression("Q6", "AD-8", "USER-6", "13:14:00"),
                     ],
-                    [impression("Q3", "AD-8", "USER-3", "13:30:00")],
+                    [
+                        impression("Q3", "AD-8", "USER-3", "13:30:00"),
+                        impression("Q7", "AD-9", "USER-7", "14:00:00"),
+                    ],
                 ],
                 "clicks": [
                     [

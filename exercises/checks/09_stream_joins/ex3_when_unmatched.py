@@ -78,17 +78,29 @@ EXERCISE = Exercise(
     schemas={"impressions": IMPRESSION_SCHEMA, "clicks": CLICK_SCHEMA},
     output_mode="append",
     predicted=impression_and_click,
+    why=(
+        "A stream-stream join runs each micro-batch with one watermark, the minimum of its "
+        "inputs' (computed at the end of the batch before); a stream that sent nothing keeps "
+        "its old one, so a quiet stream holds the whole join back. An unmatched impression "
+        "comes out once that watermark has passed impression_time + 10 minutes, even in a "
+        "batch Spark runs with no new rows only because the watermark moved. A row already "
+        "older than the watermark when it arrives, like P0, is dropped and never comes out."
+    ),
     hints=[
-        "A matched impression comes out in the micro-batch where its click meets it. One "
-        "without a click comes out only when the join's watermark has passed impression_time + "
-        "CLICK_WINDOW_MINUTES: then no click can still come for it. A row older than the "
-        "watermark when it arrives is dropped, not joined.",
-        "A micro-batch runs with the watermark computed at the end of the one before: for each "
-        "stream, its latest event time minus 2 minutes; the join uses the MINIMUM of the two. "
-        "A stream that sent nothing keeps its old watermark.",
-        "Watermarks: batch 0 none, batch 1 08:59 (min of 09:00 and 08:59). Work out batch 2's "
-        "and that of the extra batch Spark runs after the input, then which impressions are "
-        "10 minutes behind each.",
+        "When can Spark emit an impression that got no click: in the batch it arrives, or once "
+        "something tells it that no click can still come? And with two streams, each with its own "
+        "watermark, which of the two does the join go by?",
+        "lesson 09, `build_ad_join`: its comments say when an impression leaves the join's state. "
+        "The docstring's 'What you'll see' shows IMP-2, IMP-3 and IMP-4 coming out with nulls in "
+        "a batch that brings no impression (the input: lesson 09, `IMPRESSIONS` and `CLICKS`).",
+        "A method: keep each stream's latest event time, batch by batch. Batch N runs with the "
+        "watermark computed after batch N-1: each stream's latest time minus 2 minutes, the "
+        "smaller of the two (a stream that sent nothing keeps its value). In batch N, a new row "
+        "at or before the watermark batch N-1 ran with is dropped as too late (lesson 07's rule); "
+        "an impression and a click within its bound come out in the batch where the later of the "
+        "two arrives; an impression still without a click comes out with nulls once batch N's "
+        "watermark has passed impression_time + CLICK_WINDOW_MINUTES. After the input, if the "
+        "watermark moved, count one more batch and apply the same rules.",
     ],
     # A predict exercise needs no hidden scenario: the query and its input are in the file.
     scenarios=[

@@ -78,19 +78,25 @@ EXERCISE = Exercise(
     schemas=ECOMMERCE_EVENT_SCHEMA,
     run=run,
     check_dropped=False,
+    why=(
+        "foreachBatch is at-least-once: after a crash between your write and Spark's commit, "
+        "the same batch id runs again with the same rows. Delta records (txnAppId, txnVersion) "
+        "in the same commit as the data and skips a write whose txnVersion is not higher than "
+        "the one recorded for that app id, so a replayed batch writes nothing; the check and "
+        "the write are one atomic step. The new totals (the table's plus the batch's) replace "
+        "the table in one commit: a crash leaves the old totals or the new ones, never half."
+    ),
     hints=[
-        "The table must hold one row per category, its totals so far: each batch replaces the "
-        "totals with (totals so far + this batch's sales). And a batch id written before must "
-        "be skipped: lesson 10 records the batch id together with the write, in one "
-        "transaction.",
-        "Delta records a (txnAppId, txnVersion) pair in the same commit as the data, and skips "
-        "a write whose txnVersion is not higher than one committed for that txnAppId: "
-        ".option('txnAppId', query_id(batch)).option('txnVersion', batch_id) on "
-        "totals.write.format('delta').mode('overwrite').save(paths.uri(table)).",
-        "totals = the table read with spark.read.format('delta') (once DeltaTable.isDeltaTable "
-        "says it exists), .unionByName(build_category_sales(batch).withColumn('last_batch', "
-        "F.lit(batch_id))), .groupBy('category').agg(F.sum('purchases'), F.sum('units'), "
-        "F.round(F.sum('revenue'), 2), F.max('last_batch')), each aliased to its column.",
+        "A replayed batch has the same id and the same rows. What would let your write recognise "
+        "a batch id it has already applied? And why must that record be committed together with "
+        "the totals, not in a step of its own?",
+        "lesson 10, `apply_batch_once`: the claim of (app id, batch id) and the writes commit in "
+        "one transaction. lesson 10, `write_delta_once`: Delta does the same with two writer "
+        "options, in the very commit that holds the data.",
+        "The new totals are the table so far plus build_category_sales(batch), grouped by "
+        "category again (the first batch finds no table yet); write them in one overwrite commit "
+        "that carries the options of `write_delta_once`. lesson 10, `write_batch` says why the "
+        "app id is the query's id, query_id(batch), and not a fixed name.",
     ],
     scenarios=[
         # Batch 1 (written twice) adds to Books and brings a new category, Garden; batch 2 adds

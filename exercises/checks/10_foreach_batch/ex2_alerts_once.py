@@ -100,15 +100,22 @@ EXERCISE = Exercise(
     schemas=ECOMMERCE_EVENT_SCHEMA,
     run=run,
     check_dropped=False,
+    why=(
+        "A replayed batch has the same id and the same rows, but an append to one log cannot "
+        "tell a replay from a new batch, so its alerts are added again. Naming what a batch "
+        "writes after its batch id makes the write idempotent: a replay rewrites "
+        "batch-<id>.json with the same lines and touches no other batch's file. Writing it "
+        "elsewhere and renaming it (files.write_atomically) means neither a reader nor a crash "
+        "ever leaves half a file."
+    ),
     hints=[
-        "After a crash Spark runs the last batch again, with the same batch id and the same "
-        "rows. Appending to one log cannot tell a replay from a new batch: the same alerts are "
-        "added again.",
-        "Give each batch id a place of its own, replaced on every write: lesson 10's "
-        "write_lines writes a file named batch-<id>.json, so a replay rewrites that file with "
-        "the same lines and touches no other batch's.",
-        "files.write_atomically(folder, f'batch-{batch_id:06d}.json', text), with text the "
-        "lines joined, each ending in a newline (skip it when there is no alert).",
+        "When Spark runs batch N again after a crash, what tells your write that its alerts are "
+        "already in the folder? What does adding lines to one shared file do then?",
+        "lesson 10, `write_lines`: each batch id gets a file of its own, named after it, so a "
+        "replay rewrites the same file with the same lines and touches no other batch's.",
+        "lesson 10, `write_lines` writes with files.write_atomically, not open(): the file "
+        "appears whole or not at all, even when the process stops in the middle. A batch without "
+        "an alert needs no file.",
     ],
     scenarios=[
         # Batch 0: one alert (1299.99); 79.99 and a view are none. Batch 1 (written twice): 4 x

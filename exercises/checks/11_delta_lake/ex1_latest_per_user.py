@@ -66,17 +66,23 @@ EXERCISE = Exercise(
     run=run,
     check_dropped=False,
     mirrors="11_delta_lake:write_latest_per_user",
+    why=(
+        "MERGE matches each source row with the target row of the same key: update when "
+        "matched, insert when not. Delta refuses a MERGE in which several source rows match one "
+        "target row (which should win?), so the batch is first cut to one row per user with "
+        "row_number over a window, which foreachBatch allows because the batch is a plain "
+        "DataFrame. The update condition (the batch's event is newer) makes the table only move "
+        "forward: a late, older event matches its user and changes nothing."
+    ),
     hints=[
-        "MERGE matches each row of the batch (the source) with the table's row of the same "
-        "user (the target): update it when matched, insert it when not. A target row may be "
-        "matched by one source row only, so reduce the batch to one row per user first.",
-        "The latest event per user: F.row_number() over Window.partitionBy('user_id')"
-        ".orderBy(F.col('timestamp').desc()), keep rank 1. Then DeltaTable.forPath(spark, "
-        "paths.uri(table)).alias('t').merge(latest.alias('s'), 't.user_id = s.user_id')"
-        ".whenMatchedUpdateAll(...).whenNotMatchedInsertAll().execute().",
-        "Create the table once, empty, with latest.limit(0).write.format('delta').save(...) "
-        "when DeltaTable.isDeltaTable says it is not there. A late event must not win: "
-        "whenMatchedUpdateAll(condition='s.last_seen > t.last_seen').",
+        "MERGE pairs each row of the batch with the table's row of the same user. What goes wrong "
+        "when the batch holds two events of one user? And when an event arrives after a newer one "
+        "of the same user is in the table, what should MERGE do with it?",
+        "lesson 11, `build_latest_per_user`: one row per user, the latest by time with ties "
+        "broken by event id, with row_number over a window per user.",
+        "lesson 11, `write_latest_per_user`: it creates the empty table on the first batch, then "
+        "MERGEs on user_id: a match is updated only under the condition lesson 11, `NEWER_EVENT` "
+        "(the same tie-break), the rest is inserted.",
     ],
     scenarios=[
         # Batch 1 holds two events of U-1 (matched: MERGE refuses two source rows for one
@@ -100,7 +106,9 @@ EXERCISE = Exercise(
         # a newer one of A (listed before an older one), and a new user C. C's two events share
         # a time (the greater event id, X-7, counts; the scrambled read brings X-4 first); new
         # user D's event is older than A's row (each user's own row decides, not the table's
-        # newest time).
+        # newest time). In batch 2, C's X-0 has the time of C's row in the table (09:00:07) and
+        # a smaller event id: the tie-break keeps X-7 (MERGE's condition, not row_number, decides
+        # a tie between the batch and the table).
         Scenario(
             [
                 [
@@ -116,6 +124,7 @@ EXERCISE = Exercise(
                     event("X-4", "C", "cart", "09:00:07", "P3"),
                     event("X-3", "D", "view", "09:00:02", "P1"),
                 ],
+                [event("X-0", "C", "purchase", "09:00:07", "P8")],
             ],
             hidden=True,
         ),

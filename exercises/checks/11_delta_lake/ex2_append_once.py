@@ -108,16 +108,25 @@ EXERCISE = Exercise(
     schemas=ECOMMERCE_EVENT_SCHEMA,
     run=run,
     check_dropped=False,
+    why=(
+        "A plain batch write in foreachBatch has no memory of batches: a replay appends its "
+        "rows again. With txnAppId and txnVersion, Delta records the pair in the same commit "
+        "as the data and skips a write whose txnVersion is not higher than the one recorded "
+        "for that app id: the check and the append are one atomic step. The app id is the "
+        "query's id, which the checkpoint keeps across restarts; a new checkpoint is a new "
+        "query whose batch ids start from 0 again, and under a fixed app id all its early "
+        "batches would be skipped."
+    ),
     hints=[
-        "A batch that runs again has the same batch id and the same rows. Delta can remember "
-        "which batch ids it holds: in the same commit as the data, it records a (txnAppId, "
-        "txnVersion) pair, and skips a write whose txnVersion is not higher than one already "
-        "committed for that txnAppId.",
-        "batch.write.format('delta').mode('append').option('txnAppId', ...)"
-        ".option('txnVersion', batch_id).save(paths.uri(table)).",
-        "The app id must name the query, not the table: a new checkpoint starts its batch ids "
-        "from 0 again. query_id(batch) (common.batch_ids) is the query's id, kept in its "
-        "checkpoint: .option('txnAppId', query_id(batch)).",
+        "A replayed batch brings the same batch id and the same rows. What could the table itself "
+        "remember, in the same commit as the rows, so that the next write of that batch id is "
+        "skipped? And what happens to the batch ids when a new checkpoint starts a new query?",
+        "lesson 10, `write_delta_once`: two writer options make Delta keep, per app id, the "
+        "highest batch id committed, and skip a write whose batch id is not higher. lesson 16, "
+        "`write_events` does the same in its sink.",
+        "lesson 10, `write_batch`: its comment says why the app id is the query's id "
+        "(query_id(batch), from common.batch_ids) and not the table's name or a fixed string: a "
+        "new checkpoint starts its batch ids from 0 again.",
     ],
     scenarios=[
         # The first query: batches 0 and 1 (1 written twice). The second query (a new

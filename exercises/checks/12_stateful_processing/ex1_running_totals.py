@@ -61,19 +61,26 @@ EXERCISE = Exercise(
     output_mode="update",
     check_state=True,
     query=learner_query,
+    why=(
+        "applyInPandasWithState calls your function once per user with new rows in the batch, "
+        "and once for a user whose timeout has passed; what state.update keeps is stored per "
+        "user in the state store between batches. With EventTimeTimeout, setTimeoutTimestamp "
+        "asks for a call once the watermark passes that time, so 'idle for 30 s of event time' "
+        "is a timeout at last_seen + 30 s. On that call (hasTimedOut, no rows) the final row "
+        "goes out and state.remove() forgets the user, so the state holds active users only; "
+        "a timeout behind the current watermark is refused, hence the max(...)."
+    ),
     hints=[
-        "Spark calls the function once per user per batch. Read what you kept "
-        "(state.getOption: None the first time), add the new rows, keep the totals "
-        "(state.update) and ask to be called again once the user has been idle long enough "
-        "(state.setTimeoutTimestamp, in event-time milliseconds). On that call, "
-        "state.hasTimedOut is true and there are no rows.",
-        "On a timeout: kept = state.get, then state.remove(), then yield to_summary(user_id, "
-        "'closed', *kept). Otherwise, per pandas DataFrame in batches: events += len(rows); "
-        "the purchases' price * quantity summed into the total; last_seen_ms = max(last_seen_ms, "
-        "rows['timestamp'].max().value // 1_000_000).",
-        "The timeout: state.setTimeoutTimestamp(max(last_seen_ms + IDLE_TIMEOUT_MS, "
-        "state.getCurrentWatermarkMs() + 1)): a row that got in can be older than the "
-        "watermark your function sees, and Spark refuses a timeout behind it.",
+        "Spark calls your function once per user per batch, with the user's new rows, or with "
+        "none when a timeout fires. What must you keep between calls, what do you do on a call "
+        "with rows, and what on a timeout? And may a timeout be set earlier than the watermark "
+        "your function sees?",
+        "lesson 12, `update_user_state` (inside lesson 12, `build_user_state`): read the state "
+        "(None the first time), add the rows, update it and set an event-time timeout; on a "
+        "timeout, yield the final row and remove the state.",
+        "lesson 12, `update_user_state`: the comment above setTimeoutTimestamp says why the "
+        "timeout is last_seen + the idle time but never behind the current watermark; and how "
+        "last_seen_ms comes from the rows' timestamps, in epoch milliseconds.",
     ],
     scenarios=[
         # U1 buys in batch 0 and is closed in batch 2 (watermark 10:30:40 > 10:30:05 + 30 s).
@@ -100,9 +107,13 @@ EXERCISE = Exercise(
         ),
         # Other users. U8 would time out in batch 3 (10:00:50 < 10:00:55) but has an event in
         # that very batch: it is called with its rows, not timed out. U10 (10:00:16, behind the
-        # watermark) and U7 are closed; U10 only by the trailing batch with no data. U8's view
-        # at 10:00:11 in batch 2 is late (after its 10:00:20 purchase) but gets in: it counts,
-        # and U8's last_seen stays 10:00:20.
+        # watermark) and U7 are closed; U10 only in batch 4. U8's view at 10:00:11 in batch 2
+        # is late (after its 10:00:20 purchase) but gets in: it counts, and U8's last_seen stays
+        # 10:00:20. Batches 4-6 sit on the timeouts' edges, to the millisecond (U9's views move
+        # the watermark): U12's timeout is 10:01:25 + 30 s, passed by batch 6's watermark
+        # 10:01:55.001 and not by batch 5's 10:01:55. U11's only event (10:01:21) is behind
+        # batch 5's watermark, so its timeout is that watermark + 1 ms, 10:01:55.001: passed by
+        # the trailing batch's 10:01:55.002, not by batch 6's.
         Scenario(
             [
                 [
@@ -123,6 +134,15 @@ EXERCISE = Exercise(
                     shop_event("V8", "U10", "purchase", "10:00:16", price=7.257, quantity=2),
                     shop_event("V9", "U9", "view", "10:01:30"),
                 ],
+                [
+                    shop_event("V11", "U9", "view", "10:02:05"),
+                    shop_event("V12", "U12", "cart", "10:01:25"),
+                ],
+                [
+                    shop_event("V13", "U11", "view", "10:01:21"),
+                    shop_event("V14", "U9", "view", "10:02:05.001"),
+                ],
+                [shop_event("V15", "U9", "view", "10:02:05.002")],
             ],
             hidden=True,
         ),

@@ -143,14 +143,27 @@ EXERCISE = Exercise(
     schemas=TRANSACTION_SCHEMA,
     run=run_two_backfills,
     predicted=payments_per_batch,
+    why=(
+        "trigger(availableNow=True) fixes the end when the query starts: it processes what the "
+        "source holds then, and stops. It still works in micro-batches that respect the "
+        "source's limits (maxFilesPerTrigger counts files, not rows), unlike the deprecated "
+        "once trigger, which reads everything in one batch. The file source records in the "
+        "checkpoint which files it has read, so a second run on the same checkpoint reads "
+        "only the files that came since: a scheduled backfill that picks up where it stopped."
+    ),
     hints=[
-        "availableNow is not once: it reads what is there when the query starts, in as many "
-        "micro-batches as the source's limits need, then stops. The checkpoint remembers which "
-        "files were read, across runs.",
-        "maxFilesPerTrigger counts files, whatever their size: two files per micro-batch here, "
-        "oldest first; a batch's payments are the two files' payments added up.",
-        "First run: (3 + 1), then (2 + 4), then the last file alone. The second run reads the "
-        "three new files only, two per batch.",
+        "This trigger reads what is in the folder when the query starts, then stops. Does it read "
+        "it all in one micro-batch, or in as many as the source's limit per batch needs? What "
+        "does that limit count, files or rows? And on the second run, on the same checkpoint, "
+        "which files are there to read?",
+        "lesson 13, `start_available_now` and lesson 13, `start_once`: their docstrings, and the "
+        "docstring's table, where one reads the same rows in several batches and the other in "
+        "one. lesson 03, `read_transactions`: the limit of new files per micro-batch, and, in its "
+        "comment, the checkpoint: the writer's, which remembers the files already read.",
+        "A method: list each run's new files, oldest first, with their payment counts. Cut the "
+        "list into groups of MAX_FILES_PER_TRIGGER files, the last group maybe smaller: each "
+        "group is one micro-batch, and its payments are its files' added up. The second run's "
+        "list holds only the files that arrived after the first run.",
     ],
     scenarios=[
         # First run: five files, 3, 1, 2, 4 and 1 payments. Second run: three new files.

@@ -71,20 +71,25 @@ EXERCISE = Exercise(
     check_state=True,
     query=learner_query,
     settings=ROCKSDB,
+    why=(
+        "transformWithState gives each user a ValueState in the state store and event-time "
+        "timers: Spark calls handleExpiredTimer for a user once the watermark passes a timer "
+        "registered for them. Moving the user's one timer to last_seen + the gap on each new "
+        "event makes it fire only after 10 s of event-time silence, and clearing the ValueState "
+        "there forgets the user, so the state holds open sessions only. handleInputRows yields "
+        "nothing, so each session comes out once, when it closes."
+    ),
     hints=[
-        "handleInputRows adds the user's new rows to the session it reads from the ValueState, "
-        "writes it back, moves the user's timer to the session's new end and yields nothing. "
-        "Spark calls handleExpiredTimer once the watermark passes that timer: yield the "
-        "session's row there, and clear the state.",
-        "In init: self.handle = handle; self.session = handle.getValueState('session', "
-        "SESSION_STATE). A timer is epoch milliseconds: int(last_seen.timestamp() * 1000) + "
-        "the gap in ms. Move it with handle.listTimers(), handle.deleteTimer(t), then "
-        "handle.registerTimer(new).",
-        "handleInputRows: events, first, last = self.session.get() or (0, None, None), through "
-        "in_utc; per row, at = in_utc(row.timestamp), events += 1, first = min(first or at, at), "
-        "last = max(last or at, at); update, move the timer, return iter([]). "
-        "handleExpiredTimer: read the session, self.session.clear(), yield Row(user_id=key[0], "
-        "events=..., first_seen=..., last_seen=...).",
+        "A session stays open while events keep coming. When can Spark be sure that no event of "
+        "it can still come, and how does your processor hear that this moment has come? What must "
+        "the state hold to build the session's row then, and what becomes of it afterwards?",
+        "lesson 15, `UserSessions.handleInputRows`: read the ValueState (None the first time), "
+        "add the rows, write it back, and move the user's one timer to the session's new end "
+        "(list, delete, register). lesson 15, `UserSessions.init` keeps the handle for the "
+        "timers.",
+        "lesson 15, `UserSessions.handleExpiredTimer`: build the row from the state, clear the "
+        "state, yield the row. Here handleInputRows sends nothing (an empty iterator). Compare "
+        "times with in_utc; a timer is epoch milliseconds: the last event's time + SESSION_GAP.",
     ],
     scenarios=[
         # U2's timer moves from 10:30:12 to 10:30:19 (batch 1); batch 3's watermark (10:30:22)
@@ -112,9 +117,11 @@ EXERCISE = Exercise(
         # Other users; W3's timer moves in batch 2; batch 3's watermark (11:00:35) closes W1, W2
         # and W3 in a batch with data. W1's view at 11:00:06 comes late, in batch 2, after its
         # 11:00:08 purchase: the session's last_seen stays 11:00:08. W5's session ends at
-        # 11:00:51.700 (its event's milliseconds count): the trailing batch's watermark,
-        # 11:00:51.300, closes W4 but not W5; W5 and W6 stay open. The session time zone is
-        # not UTC: rows bring their times in it, the state in the process's zone (UTC).
+        # 11:00:51.700 (its event's milliseconds count): batch 5's watermark, 11:00:51.300,
+        # closes W4 but not W5. W6's views move the watermark to W5's end's edges, to the
+        # millisecond: batch 6's (11:00:51.695) does not close W5, the trailing batch's
+        # (11:00:51.705) does; W6 stays open. The session time zone is not UTC: rows bring
+        # their times in it, the state in the process's zone (UTC).
         Scenario(
             [
                 [
@@ -132,6 +139,8 @@ EXERCISE = Exercise(
                 ],
                 [shop_event("V7", "W5", "view", "11:00:41.700")],
                 [shop_event("V9", "W6", "view", "11:00:56.300")],
+                [shop_event("V10", "W6", "view", "11:00:56.695")],
+                [shop_event("V11", "W6", "view", "11:00:56.705")],
             ],
             hidden=True,
             settings={"spark.sql.session.timeZone": "Asia/Kolkata"},

@@ -21,15 +21,25 @@ EXERCISE = Exercise(
     schemas=SCHEMA,
     run=survive.run,
     check_dropped=False,
+    why=(
+        "Exactly once after a crash takes three parts: a replayable source, offsets logged in "
+        "the checkpoint before a batch runs, and a sink for which writing a batch id twice "
+        "leaves what writing it once leaves. Spark gives the first two, so after a kill between "
+        "your write and its commit it runs the same batch id again with the same rows. A folder "
+        "per batch id written with mode('overwrite') makes that replay replace whatever the "
+        "killed run left there, whole or partial, and touch no other batch's rows."
+    ),
     hints=[
-        "After a crash between your sink and Spark's commit, Spark runs the same batch id again "
-        "with the same rows. Make writing batch N twice leave what writing it once leaves: key "
-        "what you write by the batch id.",
-        "Give each batch id its own place and replace it on every write: "
-        "batch_df.write.mode('overwrite') into a folder named for the batch id. (Or Delta with "
-        "the writer options txnAppId and txnVersion, as lesson 16 does.)",
-        "batch_df.write.mode('overwrite').parquet(f'{target}/batch_id={batch_id}') — the "
-        "batch_id=N folder names are a partition column when Spark reads target.",
+        "After a kill between your sink and Spark's commit, the same batch id runs again with the "
+        "same rows. What would make writing batch N a second time leave exactly what writing it "
+        "once left? And if your sink makes two writes, what if the kill lands between them?",
+        "lesson 16, `write_events`: its Delta write carries the query's id and the batch id in "
+        "the same commit as the data, so a replayed batch id is skipped; the plain JSON append "
+        "beside it shows what happens without that.",
+        "lesson 16, `write_events`: one Delta append under target with txnAppId "
+        "(query_id(batch_df), from common.batch_ids: the same after a restart) and txnVersion "
+        "(the batch id), and nothing else. Another right route: a folder of the batch's own under "
+        "target, overwritten on each write. A guard kept in Python memory dies with the process.",
     ],
     scenarios=[
         # Three micro-batches; one kill after the sink wrote batch 1, before its commit, one

@@ -76,17 +76,24 @@ EXERCISE = Exercise(
     schemas=ECOMMERCE_EVENT_SCHEMA,
     output_mode="update",
     mirrors="17_ecommerce_pipeline:build_category_revenue",
+    why=(
+        "The watermark before the aggregation does two jobs: it drops a purchase whose window "
+        "the previous batch's watermark had already passed, and it removes a window from the "
+        "state once the watermark reaches its end, so a pipeline that runs for months keeps "
+        "only recent windows. Update mode sends each changed window's row at once, so a "
+        "dashboard sees revenue as it grows instead of waiting for the window to close as "
+        "append would. Filtering to purchases before the groupBy keeps views and carts out of "
+        "the counts."
+    ),
     hints=[
-        "Group the purchases by a 5-minute window of event time and the category. A watermark "
-        "before the groupBy lets Spark drop purchases more than 10 minutes late and forget "
-        "windows it has passed; update mode sends each changed window's row.",
-        "events.withWatermark(EVENT_TIME, WATERMARK_DELAY).where(F.col('event_type') == "
-        "'purchase').groupBy(F.window(EVENT_TIME, REVENUE_WINDOW).alias('window'), 'category')"
-        ".agg(...)",
-        "In .agg: F.count('*').alias('purchases'), F.round(F.sum(F.col('price') * "
-        "F.col('quantity')), 2).alias('revenue'), F.round(F.avg('price'), 2).alias('avg_price'); "
-        "then select F.col('window.start').alias('window_start'), the same for the end, and the "
-        "other columns.",
+        "Which events count towards revenue? How late may a purchase arrive, and what lets Spark "
+        "forget a window it has passed? Where in the query must that be said: before or after the "
+        "grouping?",
+        "lesson 17, `build_category_revenue`: the watermark first, then only the purchases, then "
+        "a window of event time together with the category.",
+        "lesson 07, `build_window_counts` and lesson 06, `to_window_rows` show the measures and "
+        "the window's start and end as columns; here purchases (a count), revenue (price x "
+        "quantity summed, rounded to 2 places) and avg_price (rounded to 2 places).",
     ],
     scenarios=[
         # Batch 0: two purchases (one of 2 units) in the 10:30-10:35 window, and a view that
