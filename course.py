@@ -10,6 +10,10 @@ archive (a minute, once) is trained after the tour and before the tests, never b
 lesson. Spark's connector jars (Kafka, Delta Lake, SQLite JDBC) and the local Kafka broker's
 jars come from Maven Central on first use and are cached.
 
+Then practise, each answer checked micro-batch by micro-batch:
+    python course.py exercises start   # copy the exercises into my_exercises/
+    python course.py exercises watch   # check the current exercise each time you save it
+
 Other commands:
     python course.py install   # only create .venv and install requirements
     python course.py cluster start|status|stop   # a Spark standalone cluster on 127.0.0.1
@@ -301,11 +305,18 @@ def run_tour(python: Path, first: int, last: int, *, again: bool = False) -> int
             f"'python course.py tour --from {resume:02d}{' --again' if again else ''}'."
         )
         return 1
-    print(
-        "\nEvery lesson ran. Next: read a lesson's docstring and run it on its own, e.g.\n"
-        "  .venv/bin/python streaming_tutorial/07_watermarking.py"
-    )
+    print("\nEvery lesson ran.")
     return 0
+
+
+# The tour's last lines: what to do once it has run (printed after the class archive's training,
+# so nothing comes after them).
+NEXT_STEPS = """
+Next: practise. Write the queries yourself, each checked batch by batch:
+  python course.py exercises start    # copy the exercises into my_exercises/
+  python course.py exercises watch    # check the current one each time you save it
+Or read a lesson's docstring and run it on its own, e.g.
+  .venv/bin/python streaming_tutorial/07_watermarking.py"""
 
 
 def summary(results: list[tuple[Step, int, float]], again: bool) -> str:
@@ -334,7 +345,11 @@ def main(argv: list[str] | None = None) -> int:
     problem = platform_problem()
     if problem:
         fail(problem)
-    parser = argparse.ArgumentParser(description="Run the course's tour or its tests.")
+    parser = argparse.ArgumentParser(
+        description="Run the course's tour or its tests, or practise.",
+        epilog="After the tour, practise: python course.py exercises start, then "
+        "python course.py exercises watch (python course.py exercises --help).",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     tour = sub.add_parser("tour", help="set up, make sample data, run every lesson in order")
     tour.add_argument(
@@ -364,7 +379,8 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser(
         "exercises",
         add_help=False,
-        help="practise: list|start|check|watch|hint|solution (python course.py exercises --help)",
+        help="practise: begin with python course.py exercises start; then "
+        "list|check|watch|hint|solution (python course.py exercises --help)",
     )
     sub.add_parser(
         "cluster",
@@ -390,6 +406,8 @@ def main(argv: list[str] | None = None) -> int:
         code = run_tour(python, args.first, args.last, again=args.again)
         if code != 130:  # not after Ctrl-C
             train_class_archive(python)
+        if code == 0:
+            print(NEXT_STEPS)
         return code
     if args.command == "exercises":
         return subprocess.run([str(python), "-m", "tools.exercises", *extra], cwd=ROOT).returncode

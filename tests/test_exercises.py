@@ -7,8 +7,10 @@ kill a child process and restart it (two JVMs a scenario): they run in the crash
 
 from __future__ import annotations
 
+import ast
 import json
 import queue
+import re
 import subprocess
 import sys
 import threading
@@ -47,12 +49,28 @@ def one_shuffle_partition(request):
         spark.conf.set("spark.sql.shuffle.partitions", before)
 
 
+@pytest.fixture(autouse=True)
+def kafka_for_the_check(request):
+    """A check that runs its queries on Kafka (Exercise.kafka: 13.2, real-time mode) gets the test
+    run's broker, through KAFKA_BOOTSTRAP_SERVERS, never the learner's."""
+    callspec = getattr(request.node, "callspec", None)
+    exercise = callspec.params.get("exercise") if callspec else None
+    if getattr(exercise, "kafka", False):
+        request.getfixturevalue("kafka_bootstrap")
+
+
 def marks(exercise) -> list:
     return [pytest.mark.crash] if exercise.kind == "survive" else []
 
 
-def each_exercise():
-    return [pytest.param(exercise, id=exercise.id, marks=marks(exercise)) for exercise in EXERCISES]
+def each_exercise(lane=None):
+    """Every exercise as a test parameter (a survive exercise in the crash lane), and in
+    ``lane`` too if given."""
+    extra = [lane] if lane is not None else []
+    return [
+        pytest.param(exercise, id=exercise.id, marks=[*marks(exercise), *extra])
+        for exercise in EXERCISES
+    ]
 
 
 def each_answer(files):
@@ -106,6 +124,29 @@ def test_an_exercise_has_its_files_hints_and_lesson(exercise):
 
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=IDS)
+def test_an_exercise_says_why_its_answer_works(exercise):
+    """``why``, shown after a pass: a short paragraph on the concept, 2 to 4 sentences."""
+    why = exercise.why.strip()
+    assert why, "no why="
+    sentences = [part for part in re.split(r"(?<=[.!?])\s+", why) if part]
+    assert 2 <= len(sentences) <= 4, sentences
+    assert why != exercise.practises.strip()
+
+
+# The stub's line on its check's time, measured (docs/PERFORMANCE.md, "Each exercise's check").
+CHECK_TIME = re.compile(r"^The check takes about \d+ seconds \(measured on 2 cores[;:)]")
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=IDS)
+def test_a_stub_says_how_long_its_check_takes(exercise):
+    docstring = ast.get_docstring(ast.parse(catalog.pristine(exercise).read_text()))
+    before, found, _ = docstring.partition("Check it:")
+    assert found, "no 'Check it:' line"
+    # The paragraph right before "Check it:".
+    assert CHECK_TIME.match(before.rstrip().split("\n\n")[-1]), before[-200:]
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=IDS)
 def test_a_lesson_names_its_exercises(exercise):
     lesson = (ROOT / "streaming_tutorial" / f"{exercise.lesson}.py").read_text()
     assert f"exercises check {exercise.id}" in lesson.split('"""')[1]
@@ -123,7 +164,17 @@ def test_quick_reference_and_readme_list_every_exercise():
 
 
 @pytest.mark.parametrize("exercise", each_exercise())
+def test_the_reference_solution_passes_its_visible_scenarios(spark, exercise, tmp_path):
+    verdict = check(spark, exercise, catalog.solution(exercise), tmp_path, visible_only=True)
+    assert verdict.status == PASSED, f"{verdict.report}\n{verdict.hint}"
+    visible = [scenario for scenario in exercise.scenarios if not scenario.hidden]
+    assert len(verdict.observations) == len(visible)
+
+
+@pytest.mark.parametrize("exercise", each_exercise(lane=pytest.mark.mistakes))
 def test_the_reference_solution_passes_every_scenario(spark, exercise, tmp_path):
+    """The hidden scenarios too (scrambled, with the retries and crashes): the exercises'
+    lane, with the shipped mistakes and the other right answers."""
     verdict = check(spark, exercise, catalog.solution(exercise), tmp_path)
     assert verdict.status == PASSED, f"{verdict.report}\n{verdict.hint}"
     assert len(verdict.observations) == len(exercise.scenarios)
@@ -133,17 +184,21 @@ def test_the_reference_solution_passes_every_scenario(spark, exercise, tmp_path)
 def test_the_pristine_file_is_not_started(spark, exercise, tmp_path):
     mine = tmp_path / "mine.py"
     mine.write_bytes(catalog.pristine(exercise).read_bytes())
-    # As copied: untouched, so "not started" without running anything.
+    # As copied: untouched, so "not started". A stub is not run; a fix exercise's query as
+    # given is, and its failing table is the symptom the learner sees first (a known mistake's
+    # hint would give the fix away: none).
     untouched = check(spark, exercise, catalog.pristine(exercise), tmp_path / "untouched")
     assert untouched.status == NOT_STARTED
-    # Run as it is: a stub's TODO is "not started" too, never a traceback; a fix exercise's
-    # broken query fails.
-    verdict = check(spark, exercise, catalog.pristine(exercise), tmp_path / "run", pristine_ok=True)
+    assert untouched.symptom == (exercise.kind == "fix")
     if exercise.kind == "fix":
-        assert verdict.status == FAILING
-    else:
-        assert verdict.status == NOT_STARTED, verdict.report
-        assert "Traceback" not in verdict.report
+        assert untouched.report.startswith("In scenario 1:"), untouched.report
+        assert "Traceback" not in untouched.report and not untouched.hint
+        return
+    assert untouched.report == checking.UNTOUCHED
+    # Run as it is: a stub's TODO is "not started" too, never a traceback.
+    verdict = check(spark, exercise, catalog.pristine(exercise), tmp_path / "run", pristine_ok=True)
+    assert verdict.status == NOT_STARTED, verdict.report
+    assert "Traceback" not in verdict.report
 
 
 @pytest.mark.parametrize(("exercise", "path"), each_answer(catalog.mistakes))
@@ -282,6 +337,86 @@ def test_hints_come_one_level_at_a_time(tmp_path, capsys):
     assert f"Hint 2 of {len(exercise.hints)}" in capsys.readouterr().out
 
 
+# A hint that points at a lesson names it in one form: "lesson 09, `build_ad_join`" (backticks
+# optional): a function, a class, a method as Class.method, or a constant of the lesson or its
+# companion files (lessonNN_*.py).
+LESSON_REFERENCE = re.compile(r"lesson (\d\d), `?([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)")
+# Code in a level-1 hint: a method call (".withWatermark(") or the functions module ("F.").
+CODE = re.compile(r"\w\.\w+\(|\bF\.")
+
+
+def names_in_lesson(number: str) -> set[str]:
+    """Every function, class and method (also as Class.method) and every module-level name of
+    lesson ``number`` and its companions (lessonNN_*.py)."""
+    folder = ROOT / "streaming_tutorial"
+    names = set()
+    for path in [*folder.glob(f"{number}_*.py"), *folder.glob(f"lesson{number}_*.py")]:
+        tree = ast.parse(path.read_text())
+        for node in tree.body:
+            if isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names.update(target.id for target in targets if isinstance(target, ast.Name))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            if isinstance(node, ast.ClassDef):
+                names.update(
+                    f"{node.name}.{item.name}"
+                    for item in node.body
+                    if isinstance(item, ast.FunctionDef)
+                )
+    return names
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=IDS)
+def test_hint_levels_ask_then_point_at_the_lesson(exercise):
+    """Level 1 asks a question about the idea, without code; level 2 points at a lesson's
+    function; every lesson function a hint names exists in that lesson."""
+    first, *later = exercise.hints
+    assert "?" in first, "hint 1 asks no question"
+    assert "`" not in first and not CODE.search(first), "hint 1 names code"
+    assert LESSON_REFERENCE.search(later[0]), "hint 2 names no lesson function"
+    for hint in later:
+        for number, name in LESSON_REFERENCE.findall(hint):
+            assert name in names_in_lesson(number), f"lesson {number} has no {name}"
+
+
+def tokens(text: str) -> set[str]:
+    """The words and values of a text ('10:30:05', '10.25', 'AD-1'); a time of whole minutes
+    also as 'HH:MM'."""
+    found = {token.strip(".:-") for token in re.findall(r"[\w.:-]+", text)}
+    return found | {token[:-3] for token in found if re.fullmatch(r"\d\d:\d\d:00", token)}
+
+
+def leaves(value) -> list:
+    """The plain values in a (nested) answer: rows, batches, {run: counts}."""
+    if isinstance(value, dict):
+        return [leaf for item in value.values() for leaf in leaves(item)]
+    if isinstance(value, (list, tuple)):
+        return [leaf for item in value for leaf in leaves(item)]
+    return [value]
+
+
+PREDICT = [exercise for exercise in EXERCISES if exercise.kind == "predict"]
+
+
+@pytest.mark.parametrize("exercise", PREDICT, ids=[exercise.id for exercise in PREDICT])
+def test_a_predict_exercise_last_hint_gives_a_method_not_its_answer(exercise):
+    """No value of Spark's recorded answer that the learner's file does not show already (a
+    count, an average, a watermark) is in the last hint, nor any batch of the answer."""
+    last = exercise.hints[-1]
+    given = tokens(catalog.pristine(exercise).read_text())
+    for observation in catalog.expected(exercise):
+        answer = checking.predicted_value(exercise, observation)
+        values = leaves(answer) + leaves([batch.rows for batch in observation.batches])
+        values += [batch.watermark for batch in observation.batches]
+        derived = {token for value in values if value is not None for token in tokens(str(value))}
+        assert not (derived - given) & tokens(last), "the last hint gives part of the answer"
+        for batch in answer.values() if isinstance(answer, dict) else answer:
+            if batch:
+                assert checking.format_value(batch) not in last, "the last hint gives a batch"
+
+
 def test_the_solution_opens_only_after_a_pass(tmp_path, capsys):
     root = tmp_path / "my_exercises"
     cli.start(EXERCISES, root)
@@ -293,6 +428,81 @@ def test_the_solution_opens_only_after_a_pass(tmp_path, capsys):
     progress.record_verdict(checking.Verdict(exercise, PASSED), mine, root)
     assert cli.show_solution(exercise, root) == 0
     assert "-# mine" in capsys.readouterr().out
+
+
+def test_a_pass_says_why_it_works_and_what_comes_next(tmp_path, capsys, monkeypatch):
+    """check_command after a pass, with a stand-in for Spark: why it works, the solution's
+    command and the next exercise not passed yet; once all pass, the closing message."""
+    root = tmp_path / "my_exercises"
+    cli.start(EXERCISES, root)
+    first, second, third = EXERCISES[:3]
+    monkeypatch.setattr(cli, "exercise_session", lambda: None)
+    monkeypatch.setattr(
+        cli, "check", lambda spark, exercise, path, workdir: checking.Verdict(exercise, PASSED)
+    )
+    for exercise in EXERCISES:
+        catalog.mine(exercise, root).write_text(catalog.solution(exercise).read_text())
+    # The second passed already: next after the first is the third.
+    progress.record_verdict(checking.Verdict(second, PASSED), catalog.mine(second, root), root)
+    capsys.readouterr()
+    assert cli.check_command([first], root, EXERCISES) == 0
+    out = capsys.readouterr().out
+    assert "Why it works: " + first.why[:40] in out.replace("\n", " ")
+    assert f"python course.py exercises solution {first.id}" in out
+    assert f"Next: {third.id} {third.title}" in out
+    assert f"python course.py exercises check {third.id}" in out
+    # Checking all: the rest pass, and the closing message replaces "Next".
+    assert cli.check_command(EXERCISES, root, EXERCISES, symptoms=False) == 0
+    out = capsys.readouterr().out
+    assert "Next:" not in out
+    assert f"Every exercise passes: all {len(EXERCISES)} of them." in out
+    assert "Where next:" in out
+
+
+def test_a_spark_that_cannot_start_gets_its_advice_not_a_traceback(tmp_path, capsys, monkeypatch):
+    """exercise_session's CourseError (its connector jars not downloaded yet, and no network...)
+    is printed as the advice it is, and the command exits 1."""
+    from infra.errors import CourseError
+
+    root = tmp_path / "my_exercises"
+    cli.start(EXERCISES, root)
+    first = EXERCISES[0]
+    catalog.mine(first, root).write_text(catalog.solution(first).read_text())
+    monkeypatch.setattr(catalog, "MY_DIR", root)
+
+    def no_spark():
+        raise CourseError("Spark could not start because it could not download its jars.")
+
+    monkeypatch.setattr(cli, "exercise_session", no_spark)
+    capsys.readouterr()
+    assert cli.main(["check", first.id]) == 1
+    assert (
+        "Spark could not start because it could not download its jars." in capsys.readouterr().out
+    )
+
+
+def test_checking_them_all_leaves_an_untouched_fix_exercise_alone(tmp_path, capsys, monkeypatch):
+    """Named, an untouched fix exercise is run (its symptom); in a check of them all it is
+    "not started" at once, with the command that shows the symptom."""
+    root = tmp_path / "my_exercises"
+    cli.start(EXERCISES, root)
+    fix = next(exercise for exercise in EXERCISES if exercise.kind == "fix")
+    monkeypatch.setattr(cli, "check", lambda *args: pytest.fail("a check ran"))
+    assert cli.check_command([fix], root, EXERCISES, symptoms=False) == 1
+    out = capsys.readouterr().out
+    assert f"{fix.id} {fix.title}: not started" in out
+    assert f"python course.py exercises check {fix.id} runs the query as given" in out
+
+
+def test_the_tour_and_the_help_point_to_exercises_start(capsys):
+    import course
+
+    # The tour's last lines, printed once every lesson has run.
+    assert "python course.py exercises start" in course.NEXT_STEPS
+    for main in (course.main, cli.main):  # python course.py --help, ... exercises --help
+        with pytest.raises(SystemExit):
+            main(["--help"])
+        assert "python course.py exercises start" in " ".join(capsys.readouterr().out.split())
 
 
 def test_exercises_command_lists_and_checks_on_a_fresh_copy(course_home):
@@ -343,7 +553,11 @@ def test_watch_checks_each_save_and_answers_its_keys(spark, tmp_path, capsys):
     mine.write_bytes(catalog.solution(exercise).read_bytes())
     watcher.on_saved({mine.resolve()})
     assert watcher.last.status == PASSED
-    capsys.readouterr()
+    passed = " ".join(capsys.readouterr().out.split())
+    assert "Why it works: " + " ".join(exercise.why.split())[:60] in passed
+    assert f"s (or python course.py exercises solution {exercise.id})" in passed
+    following = EXERCISES[EXERCISES.index(exercise) + 1]
+    assert f"Next: {following.id} {following.title} ({following.kind})" in passed
     assert watcher.on_key("s") is True
     assert "Your file is the reference solution" in capsys.readouterr().out
     watcher.on_key("r")  # answered no: kept
@@ -389,6 +603,20 @@ def test_a_network_folder_is_polled(monkeypatch):
     assert watch.must_poll(Path("/mnt/share")) is True
     monkeypatch.setattr(watch, "file_system_of", lambda path: "ext4")
     assert watch.must_poll(Path("/home")) is None
+
+
+def test_a_predicted_row_written_as_a_list_counts_as_the_tuple():
+    """A right prediction is right however its rows are written: [1, 'a'] or (1, 'a'),
+    whatever their order, an empty first batch and a nested window included."""
+    spark_said = checking.normalise_prediction(
+        [[], [("a", 1), ("b", 2)], [(("10:00:00", "10:01:00"), "x", 3)]]
+    )
+    written = [[], [["b", 2], ["a", 1]], [[["10:00:00", "10:01:00"], "x", 3]]]
+    shaped = checking.shaped_like(written, spark_said)
+    assert checking.normalise_prediction(shaped) == spark_said
+    wrong = [[], [["b", 2], ["a", 2]], [[["10:00:00", "10:01:00"], "x", 3]]]
+    shaped = checking.shaped_like(wrong, spark_said)
+    assert checking.normalise_prediction(shaped) != spark_said
 
 
 def test_the_batch_table_shows_a_row_written_twice():

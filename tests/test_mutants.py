@@ -16,7 +16,10 @@ from __future__ import annotations
 import ast
 
 import pytest
-from test_exercises import one_shuffle_partition  # noqa: F401  (autouse: the checks' one partition)
+from test_exercises import (
+    kafka_for_the_check,  # noqa: F401  (autouse: a check that runs on Kafka gets the tests' broker)
+    one_shuffle_partition,  # noqa: F401  (autouse: the checks' one partition)
+)
 
 from practice import catalog
 from practice.checking import PASSED, check

@@ -305,7 +305,9 @@ def get_spark(
     try:
         spark = builder.getOrCreate()
     except Exception as error:  # py4j/JVM start-up failures have no narrower type
-        raise CourseError(_startup_advice(error, packages or delta)) from error
+        # Only a start that had Ivy resolve packages can have failed for want of a download.
+        resolving = packages if submitted is None and not jars else []
+        raise CourseError(_startup_advice(error, resolving)) from error
     spark.sparkContext.setLogLevel("WARN")
     if logs_to_file:
         RUN_LOG["file"] = log_file
@@ -471,17 +473,18 @@ def remember_jars(packages: Sequence[str], spark_jars: str) -> None:
         target.write_text("\n".join(jars) + "\n", encoding="utf-8")
 
 
-def _startup_advice(error: Exception, wanted_packages: bool) -> str:
+def _startup_advice(error: Exception, resolving: Sequence[str]) -> str:
+    """``resolving``: the packages Ivy had to resolve at this start (none when their jar files
+    were known from an earlier start)."""
     text = str(error)
     said = text.strip().splitlines()[0][:300] if text.strip() else type(error).__name__
-    if wanted_packages and (
-        "resolve" in text.lower() or "ivy" in text.lower() or "JAVA_GATEWAY" in text
-    ):
+    if resolving and ("resolve" in text.lower() or "ivy" in text.lower() or "JAVA_GATEWAY" in text):
         return (
-            "Spark could not start because it could not download its connector jars (Kafka, "
-            "Delta Lake or the SQLite driver) from Maven Central. The first run needs network "
-            "access to Maven Central; later runs use the cache in ~/.ivy2.5.2. Check your "
-            "connection or proxy, then run the lesson again. "
+            "Spark could not start because it could not download its connector jars "
+            f"({', '.join(resolving)}) from Maven Central. The first start with them needs "
+            "network access to Maven Central; later starts use the cache in ~/.ivy2.5.2. Check "
+            "your connection or proxy, then run the same command again (the lines above, "
+            "'UNRESOLVED DEPENDENCIES', name each jar Ivy could not get). "
             f"(Spark said: {said})"
         )
     return (

@@ -2,7 +2,8 @@
 
 The verdict is one of: passed, failing (with a table of what each micro-batch should have
 emitted against what it did, and a hint when the mistake is a known one), or not started
-(the file is still the pristine one, or its body still raises the TODO). An ordinary
+(the file is still the pristine one, or its body still raises the TODO; a fix exercise's
+pristine file is run all the same, so the learner sees its symptom first). An ordinary
 mistake never shows a traceback: a Spark error the course explains gets its targeted hint,
 another Spark error its first line, a Python error the line of the learner's file it
 happened on.
@@ -26,6 +27,7 @@ from teaching.demos import STREAM_FAILED, jvm_logs_off
 from teaching.narration import first_line
 
 PASSED, FAILING, NOT_STARTED = "passed", "failing", "not started"
+UNTOUCHED = "the file is still the one exercises start copied"
 
 # Spark errors the course explains, and what to do about them (searched in the error's text).
 KNOWN_ERRORS = [
@@ -73,6 +75,8 @@ class Verdict:
     hint: str = ""  # a known mistake's or a known error's hint
     mistake: str = ""  # the name of the known mistake it matched
     observations: list = field(default_factory=list)
+    # A fix exercise's untouched file: ``report`` is what its query as given gets wrong.
+    symptom: bool = False
 
     @property
     def passed(self) -> bool:
@@ -80,15 +84,26 @@ class Verdict:
 
 
 def check(
-    spark, exercise: Exercise, path: Path, workdir: Path, *, pristine_ok: bool = False
+    spark,
+    exercise: Exercise,
+    path: Path,
+    workdir: Path,
+    *,
+    pristine_ok: bool = False,
+    visible_only: bool = False,
 ) -> Verdict:
-    """Check the learner's file ``path`` (or a solution, or a shipped mistake)."""
+    """Check the learner's file ``path`` (or a solution, or a shipped mistake).
+
+    ``visible_only``: the scenarios a learner sees, not the hidden ones (the suite's quick
+    check of a reference solution; its lane runs them all)."""
     if not path.exists():
         return Verdict(
             exercise, NOT_STARTED, f"{path} does not exist: python course.py exercises start"
         )
     if not pristine_ok and catalog.untouched(exercise, path):
-        return Verdict(exercise, NOT_STARTED, "the file is still the one exercises start copied")
+        if exercise.kind == "fix":
+            return symptom(spark, exercise, path, workdir)
+        return Verdict(exercise, NOT_STARTED, UNTOUCHED)
     try:
         module = catalog.load_module(path)
     except NotImplementedError:
@@ -101,6 +116,8 @@ def check(
     expected = catalog.expected(exercise)
     observed = []
     for number, (scenario, wanted) in enumerate(zip(exercise.scenarios, expected, strict=True)):
+        if visible_only and scenario.hidden:
+            continue
         label = "the hidden scenario" if scenario.hidden else f"scenario {number + 1}"
         try:
             # A refused or failing query logs its stack traces at ERROR (a hundred lines and
@@ -119,10 +136,8 @@ def check(
         if exercise.kind == "predict":
             # A predict mistake is recognised by the prediction: when(guess, Spark's answer).
             problems = compare_prediction(exercise, module, mine)
-            mine_then, wanted_then = (
-                prediction_of(exercise, module),
-                predicted_value(exercise, mine),
-            )
+            wanted_then = predicted_value(exercise, mine)
+            mine_then = prediction_of(exercise, module, wanted_then)
         else:
             problems = compare(exercise, wanted, mine)
             mine_then, wanted_then = mine, wanted
@@ -133,6 +148,16 @@ def check(
                 return Verdict(exercise, FAILING, report, mistake.hint, mistake.name, observed)
             return Verdict(exercise, FAILING, report, "", "", observed)
     return Verdict(exercise, PASSED, "", "", "", observed)
+
+
+def symptom(spark, exercise: Exercise, path: Path, workdir: Path) -> Verdict:
+    """A fix exercise not started yet: its query as given, run and compared, so the learner
+    sees what is wrong before changing anything. Still "not started", and without the known
+    mistake's hint (the broken query is one of them: its hint would give the fix away)."""
+    run = check(spark, exercise, path, workdir, pristine_ok=True)
+    if run.status != FAILING:
+        return Verdict(exercise, NOT_STARTED, UNTOUCHED)
+    return Verdict(exercise, NOT_STARTED, run.report, observations=run.observations, symptom=True)
 
 
 def run_scenario(
@@ -267,15 +292,34 @@ def format_row(row) -> str:
     return "(" + ", ".join(repr(value) for value in row) + ")"
 
 
-def prediction_of(exercise: Exercise, module):
-    """The learner's prediction, normalised as Spark's answer is."""
-    return normalise_prediction(getattr(module, exercise.prediction))
+def prediction_of(exercise: Exercise, module, actual=None):
+    """The learner's prediction, normalised as Spark's answer is (with ``actual``, Spark's
+    answer, a row written as a list where Spark's is a tuple counts as that tuple)."""
+    guess = getattr(module, exercise.prediction)
+    return normalise_prediction(shaped_like(guess, actual) if actual is not None else guess)
+
+
+def shaped_like(guess, actual):
+    """``guess`` with a list turned into a tuple wherever ``actual`` has a tuple: a prediction's
+    rows may be written [1, 'a'] or (1, 'a'). Everything else is left as it was."""
+    if isinstance(guess, dict) and isinstance(actual, dict):
+        return {key: shaped_like(item, actual.get(key)) for key, item in guess.items()}
+    if not isinstance(guess, (list, tuple)) or not isinstance(actual, (list, tuple)) or not actual:
+        return guess
+    if isinstance(actual, tuple):
+        if len(guess) != len(actual):
+            return tuple(guess)
+        return tuple(shaped_like(item, want) for item, want in zip(guess, actual, strict=True))
+    # A list: a batch's rows, or the batches. Its items have one shape: a non-empty one's (the
+    # first batch may be empty).
+    sample = next((item for item in actual if item not in ([], ())), actual[0])
+    return [shaped_like(item, sample) for item in guess]
 
 
 def compare_prediction(exercise: Exercise, module, mine: Observation) -> str:
     """predict: the learner's PREDICTION against what Spark really emitted."""
     actual = predicted_value(exercise, mine)
-    guess = prediction_of(exercise, module)
+    guess = prediction_of(exercise, module, actual)
     if guess == actual:
         return ""
     lines = [f"  Spark's answer and {exercise.prediction} differ:"]
@@ -287,6 +331,13 @@ def compare_prediction(exercise: Exercise, module, mine: Observation) -> str:
             lines.append(
                 f"  {mark}batch {number}: Spark {format_value(want)}   yours {format_value(got)}"
             )
+    elif isinstance(actual, dict) and isinstance(guess, dict):
+        # One line per key (a query, a run...), Spark's keys first, then any the guess made up.
+        for key in [*actual, *(key for key in guess if key not in actual)]:
+            want = format_value(actual[key]) if key in actual else "(no such key)"
+            got = format_value(guess[key]) if key in guess else "(no such key)"
+            mark = "  " if key in actual and key in guess and want == got else "✗ "
+            lines.append(f"  {mark}{key}: Spark {want}   yours {got}")
     else:
         lines.append(f"    Spark: {format_value(actual)}\n    yours: {format_value(guess)}")
     return "\n".join(lines)
@@ -354,13 +405,12 @@ def error_verdict(exercise: Exercise, error: Exception, path: Path, source: str)
         what = "Your code failed while the query ran"
     mistake = recognise(exercise, None, None, source, text)
     if mistake:
-        return Verdict(
-            exercise,
-            FAILING,
-            f"{what}: {in_worker or spark_line(text)}",
-            mistake.hint,
-            mistake.name,
-        )
+        if in_worker or is_spark_error(error):
+            report = f"{what}: {in_worker or spark_line(text)}"
+        else:
+            # A Python error of the learner's own code (a listener's callback, say): its line.
+            report = python_error(error, path)
+        return Verdict(exercise, FAILING, report, mistake.hint, mistake.name)
     if in_worker:
         return Verdict(exercise, FAILING, f"{what}: {in_worker}")
     if is_spark_error(error):

@@ -2,7 +2,9 @@
 
 exercises                  every exercise with its status, by lesson, and a progress bar
 exercises start            copy the exercises into my_exercises/ (never overwrites a file)
-exercises check [ID ...]   check the named exercises, or all; exit 0 only if all pass
+exercises check [ID ...]   check the named exercises, or all; exit 0 only if all pass (after a
+                           pass: why it works, the next exercise; a named fix exercise not
+                           started yet: what its query as given gets wrong)
 exercises watch [ID]       check on every save, with one warm Spark session (keys: h n l r s q)
 exercises hint ID          the next hint
 exercises solution ID      the reference solution, as a diff against yours (after a pass)
@@ -17,12 +19,14 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress_bar import ProgressBar
 from rich.syntax import Syntax
 from rich.table import Table
 
+from infra.errors import CourseError
 from practice import catalog, progress
-from practice.checking import NOT_STARTED, PASSED, Verdict, check
+from practice.checking import NOT_STARTED, PASSED, UNTOUCHED, Verdict, check
 from practice.session import exercise_session, workdir_for
 
 console = Console(highlight=False, soft_wrap=True)
@@ -40,6 +44,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python course.py exercises",
         description="Practise: write streaming queries, checked exactly, batch by batch.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=(
+            "Begin with: python course.py exercises start (copies the exercises into\n"
+            "my_exercises/), then python course.py exercises watch (or check ID).\n"
+            "A fix exercise checked before you change it shows what its query gets wrong.\n"
+            "After a pass: why the answer works, the next exercise not passed yet, and\n"
+            "python course.py exercises solution ID."
+        ),
     )
     sub = parser.add_subparsers(dest="action")
     sub.add_parser("list", help="every exercise with its status (the default)")
@@ -63,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
             return start(exercises)
         if args.action == "check":
             wanted = [catalog.find(exercises, name) for name in args.ids] or exercises
-            return check_command(wanted)
+            return check_command(wanted, everything=exercises, symptoms=bool(args.ids))
         if args.action == "watch":
             from practice.watch import watch
 
@@ -76,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     except LookupError as error:
         console.print(f"[red]{error.args[0]}[/red]")
         return 2
+    except CourseError as error:  # Spark could not start (no Java, jars not downloaded...)
+        console.print(f"\n[red]{escape(str(error))}[/red]")
+        return 1
     show_list(exercises)
     return 0
 
@@ -113,9 +128,21 @@ def display(path: Path) -> str:
         return str(path)
 
 
-def check_command(exercises, root: Path | None = None) -> int:
-    """Check each exercise; the JVM starts only if some file has something to check."""
+def check_command(
+    exercises,
+    root: Path | None = None,
+    everything: list | None = None,
+    *,
+    symptoms: bool = True,
+) -> int:
+    """Check each exercise; the JVM starts only if some file has something to check.
+
+    ``everything``: the whole catalog, where the exercise to do next is looked for (default:
+    ``exercises``). ``symptoms``: a fix exercise's untouched file is run, to show what its query
+    as given gets wrong (when the learner names the exercise; checking them all does not).
+    """
     root = root or catalog.MY_DIR
+    everything = everything or exercises
     if not root.exists():
         console.print("There is no my_exercises/ yet: python course.py exercises start")
         return 1
@@ -123,35 +150,110 @@ def check_command(exercises, root: Path | None = None) -> int:
     verdicts = []
     for exercise in exercises:
         path = catalog.mine(exercise, root)
-        if not path.exists() or catalog.untouched(exercise, path):
-            verdict = Verdict(
-                exercise, NOT_STARTED, "the file is still the one exercises start copied"
-            )
+        before = progress.status_of(exercise, root)
+        untouched = not path.exists() or catalog.untouched(exercise, path)
+        if untouched and not (symptoms and exercise.kind == "fix" and path.exists()):
+            verdict = Verdict(exercise, NOT_STARTED, UNTOUCHED)
         else:
             if spark is None:
                 console.print("[dim]Starting Spark...[/dim]")
                 spark = exercise_session()
             verdict = check(spark, exercise, path, workdir_for(exercise.id))
         progress.record_verdict(verdict, path, root)
-        show_verdict(verdict)
+        show_verdict(verdict, root)
+        # Why it works: after a new pass, or whenever the exercise is checked alone.
+        if verdict.passed and (len(exercises) == 1 or before != (PASSED, False)):
+            show_passed(exercise)
         verdicts.append(verdict)
     passed = sum(verdict.passed for verdict in verdicts)
     console.print(f"\n{passed} of {len(verdicts)} passed.")
+    if verdicts and passed == len(verdicts):
+        show_next(everything, exercises[-1], root)
     return 0 if passed == len(verdicts) else 1
 
 
-def show_verdict(verdict: Verdict) -> None:
+def show_passed(exercise, *, in_watch: bool = False) -> None:
+    """After a pass: why the answer works, and where the reference solution is."""
+    if exercise.why:
+        console.print(f"[bold]Why it works:[/bold] {escape(exercise.why)}")
+    command = f"python course.py exercises solution {exercise.id}"
+    where = f"s (or {command})" if in_watch else command
+    console.print(f"[dim]The reference solution, as a diff against yours: {where}[/dim]")
+
+
+def show_next(exercises, after, root: Path | None = None, *, in_watch: bool = False) -> None:
+    """The next exercise not passed yet (after ``after``, in order), or the closing message
+    once every exercise has passed."""
+    following = progress.next_unpassed(exercises, after, root)
+    if following is None:
+        show_finished(exercises)
+        return
+    how = "press n" if in_watch else f"python course.py exercises check {following.id}"
+    console.print(
+        f"Next: {following.id} {following.title} ({following.kind}), in "
+        f"{display(catalog.mine(following, root))}: {how}"
+    )
+
+
+# What each kind of exercise made the learner do (one, several), for the closing message.
+DID = {
+    "build": ("query written", "queries written"),
+    "predict": ("output predicted", "outputs predicted"),
+    "fix": ("broken query fixed", "broken queries fixed"),
+    "survive": ("sink that survives kill -9", "sinks that survive kill -9"),
+}
+
+
+def show_finished(exercises) -> None:
+    """Every exercise passes: what was practised, and where to go from here."""
+    lessons = sorted({exercise.lesson for exercise in exercises})
+    kinds = [exercise.kind for exercise in exercises]
+    done = ", ".join(
+        f"{kinds.count(kind)} {DID[kind][kinds.count(kind) > 1]}" for kind in DID if kind in kinds
+    )
+    topics = ", ".join(f"{lesson[:2]} {lesson[3:].replace('_', ' ')}" for lesson in lessons)
+    console.print(
+        f"\n[green bold]Every exercise passes: all {len(exercises)} of them.[/green bold]\n"
+        f"You practised {len(lessons)} lessons ({topics}): {done}. Each answer was compared "
+        "with what Spark really emits, micro-batch by micro-batch, on the scenarios you saw "
+        "and, for all but the predictions, on a hidden one."
+    )
+    console.print(
+        "Where next:\n"
+        "  - the lessons again, changing them: each lesson's docstring says what it shows and "
+        "how to run it; lesson 17's capstone runs on Kafka too (--source kafka);\n"
+        "  - README.md: Reliability (what each sink guarantees when a batch runs again), When a "
+        "checkpoint is damaged, Beyond one machine (a standalone cluster, spark-submit, your "
+        "own Kafka cluster) and Performance;\n"
+        "  - Spark's Structured Streaming Programming Guide: "
+        "https://spark.apache.org/docs/latest/streaming/\n"
+        "Your answers stay in my_exercises/: python course.py exercises solution ID compares "
+        "any of them with the reference."
+    )
+
+
+def show_verdict(verdict: Verdict, root: Path | None = None) -> None:
     exercise = verdict.exercise
+    mine = display(catalog.mine(exercise, root))
     style = STATUS_STYLE.get(verdict.status, "")
     console.print(
         f"[{style}]{MARK.get(verdict.status, '?')} {exercise.id} {exercise.title}: "
         f"{verdict.status}[/{style}]"
     )
-    if verdict.status == NOT_STARTED:
+    if verdict.status == NOT_STARTED and verdict.symptom:
+        # A fix exercise's untouched file: its query as given, run, is the symptom to fix.
+        console.print("  The query as given, before your fix, gets this wrong:")
+        console.print(verdict.report, markup=False)
+        console.print(f"[dim]  Fix it in {mine} and check again.[/dim]")
+        return
+    if verdict.status == NOT_STARTED and exercise.kind == "fix":
         console.print(
-            f"[dim]  {verdict.report}: write the TODO in "
-            f"{display(catalog.mine(exercise))} and check again.[/dim]"
+            f"[dim]  {verdict.report}: python course.py exercises check {exercise.id} runs the "
+            f"query as given and shows what it gets wrong; then fix it in {mine}.[/dim]"
         )
+        return
+    if verdict.status == NOT_STARTED:
+        console.print(f"[dim]  {verdict.report}: write the TODO in {mine} and check again.[/dim]")
         return
     if verdict.report:
         console.print(verdict.report, markup=False)

@@ -73,3 +73,17 @@ def status_of(exercise, root: Path | None = None, entries: dict | None = None) -
 def ever_passed(exercise, root: Path | None = None) -> bool:
     status, _ = status_of(exercise, root)
     return status == "passed"
+
+
+def next_unpassed(exercises: list, after=None, root: Path | None = None):
+    """The first exercise not passed yet, in catalog order, starting after ``after`` (and
+    wrapping round to the first); None when every exercise has passed."""
+    order = list(exercises)
+    if after is not None and after in order:
+        index = order.index(after)
+        order = order[index + 1 :] + order[: index + 1]
+    entries = load(root)
+    for exercise in order:
+        if status_of(exercise, root, entries)[0] != "passed":
+            return exercise
+    return None

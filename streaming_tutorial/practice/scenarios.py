@@ -15,6 +15,14 @@ def at(time_of_day: str) -> str:
     return f"{SCENARIO_DAY}T{time_of_day}{fraction}Z"
 
 
+def seconds(time_of_day: str) -> int | float:
+    """'10:30:24' -> its second of the day, 37824; '10:30:24.954' keeps the milliseconds,
+    37824.954 (a watermark or a time a wrong answer gives can have some)."""
+    hours, minutes, secs = time_of_day.split(":")
+    value = round(3600 * int(hours) + 60 * int(minutes) + float(secs), 3)
+    return int(value) if value == int(value) else value
+
+
 def reading(
     reading_id: int,
     sensor: str,

@@ -10,7 +10,15 @@ WORK_DIR = RUNTIME_DIR / "exercises"  # each check's input files and checkpoints
 
 
 def exercise_session():
-    """A local session with Delta (the foreachBatch exercises write Delta tables).
+    """A local session with Delta (the foreachBatch exercises write Delta tables) and the Kafka
+    connector (08.2 writes with the Kafka sink, 13.2 reads and writes Kafka in real-time mode):
+    every check runs in this one session, watch mode's included.
+
+    The connector costs nothing measurable at start: 2.6-3.3 s until the session exists with it
+    or without it, on 2 cores (docs/PERFORMANCE.md), since get_spark hands Spark the jar files Ivy
+    resolved once. A jar not in Ivy's cache yet (~/.ivy2.5.2: a learner who ran no Kafka lesson)
+    needs Maven Central once; offline, get_spark's CourseError names the packages, and the
+    exercises' commands print it (practice/cli.py).
 
     One shuffle partition: a scenario has a handful of rows, and every stateful operator keeps a
     state store per partition, so one partition makes each micro-batch cheaper.
@@ -20,6 +28,7 @@ def exercise_session():
     return get_spark(
         "course-exercises",
         delta=True,
+        kafka=True,
         ui=False,
         extra_conf={"spark.sql.shuffle.partitions": "1"},
     )

@@ -85,6 +85,9 @@ class Exercise:
     hints: list[str]
     scenarios: list[Scenario]
     schemas: object  # a StructType, or {input name: StructType} for several inputs
+    # Shown after a pass: why the right answer works, the concept behind it (2-4 sentences),
+    # not a restatement of the task.
+    why: str = ""
     function: str = ""  # the function the learner writes (build, fix) or reads (predict)
     output_mode: str = "append"
     # How to get the query from the learner's module: default ``getattr(module, function)``.
@@ -107,6 +110,9 @@ class Exercise:
     # survive (or anything the standard run does not cover): run(spark, exercise, module,
     # scenario, workdir) -> Observation.
     run: Callable | None = None
+    # The check runs its queries on a real Kafka broker (its run finds or starts one); the tests
+    # give it the test run's broker.
+    kafka: bool = False
     # Filled in by the catalog from the check file's place.
     lesson: str = ""
     stem: str = ""

@@ -103,7 +103,7 @@ class Watcher:
         console.print(f"[dim]{KEYS}[/dim]")
 
     def check_now(self) -> Verdict:
-        from practice.cli import console, show_verdict
+        from practice.cli import console, show_next, show_passed, show_verdict
 
         self.show_header()
         console.print("[dim]Checking...[/dim]")
@@ -112,9 +112,11 @@ class Watcher:
         verdict = check(self.spark, exercise, self.path(), workdir)
         self.stop_queries()
         progress.record_verdict(verdict, self.path(), self.root)
-        show_verdict(verdict)
+        show_verdict(verdict, self.root)
         if verdict.passed:
-            console.print("[green]Passed.[/green] n: the next exercise · s: the reference solution")
+            # Why it works, the reference solution (s), and the next exercise (n).
+            show_passed(exercise, in_watch=True)
+            show_next(self.exercises, exercise, self.root, in_watch=True)
         self.last = verdict
         if self.on_verdict:
             self.on_verdict(verdict)

@@ -3,8 +3,10 @@
 A query reports progress after every micro-batch it runs, and also while it waits: with no
 new input it reports an idle progress every ``spark.sql.streaming.noDataProgressEventInterval``
 (10 s by default). An idle report carries the batch id of the *next* batch, no ``addBatch``
-time, and the state operators' figures of the last batch again (``numRowsRemoved`` too), so
-counting every report counts batches, and rows removed from state, more than once.
+time, no input rows, and each state operator's ``numRowsTotal`` as the last batch left it (in
+Spark 4.2 its ``numRowsUpdated``, ``numRowsRemoved`` and ``numRowsDroppedByWatermark`` are 0),
+so counting every report counts batches more than once, and ``lastProgress`` after a run is
+often no batch at all.
 """
 
 from __future__ import annotations

@@ -38,6 +38,19 @@ def test_a_jar_that_disappeared_sends_the_start_back_to_ivy(tmp_path, monkeypatc
     assert session.cached_jars(PACKAGES) == []
 
 
+def test_a_start_that_could_not_download_its_jars_names_them():
+    """The JVM exits before it answers when Ivy cannot resolve a package (no network on a first
+    start): the advice names the packages. With the jar files known from an earlier start nothing
+    was downloaded, and the advice does not blame the network."""
+    exited = RuntimeError(
+        "[JAVA_GATEWAY_EXITED] Java gateway process exited before sending its port"
+    )
+
+    advice = session._startup_advice(exited, PACKAGES)
+    assert f"could not download its connector jars ({', '.join(PACKAGES)})" in advice
+    assert "download" not in session._startup_advice(exited, [])
+
+
 def test_the_delta_package_is_built_for_this_spark_and_scala():
     assert session.delta_package() == "io.delta:delta-spark_4.2_2.13:4.4.0"
     assert session.kafka_package() == "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"
