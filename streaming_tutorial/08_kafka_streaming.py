@@ -10,8 +10,9 @@ What you'll learn
     ``failOnDataLoss`` (default true), for offsets that retention deleted before they were read.
   - Parsing the value with ``from_json`` and a schema, and sending what does not parse to
     a quarantine topic with its reason, partition, offset and raw text instead of dropping it.
-  - Writing to Kafka (a ``key`` and a ``value``, here ``to_json(struct(...))``) and to the
-    console, each query with its own checkpoint; the Kafka sink is at-least-once.
+  - Writing to Kafka (a ``key`` and a ``value``, here ``to_json(struct(...))``; optional
+    ``headers``, an ``array<struct<key: string, value: binary>>``) and to the console, each
+    query with its own checkpoint; the Kafka sink is at-least-once.
 
 Run
   python streaming_tutorial/08_kafka_streaming.py                  # about a minute
@@ -26,6 +27,7 @@ Run
 
 Practise
   python course.py exercises check 08.1   Parse Kafka events (build)
+  python course.py exercises check 08.2   Kafka records with headers (build)
 
 What you'll see
   (a second run, without --reset; counts depend on how far the producer got)

@@ -27,6 +27,7 @@ Practise
   python course.py exercises check 09.1   Clicks or not (build)
   python course.py exercises check 09.2   Missing unmatched rows (fix)
   python course.py exercises check 09.3   When the nulls come (predict)
+  python course.py exercises check 09.4   Catalogue prices (build)
 
 What you'll see
   Batch 0 reads: EVT-1 P001, EVT-2 P012, EVT-3 P999

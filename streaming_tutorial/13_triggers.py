@@ -26,6 +26,7 @@ Run
 
 Practise
   python course.py exercises check 13.1   A backfill in batches (predict)
+  python course.py exercises check 13.2   What real-time mode runs (predict)
 
 What you'll see
   (a second run on 2 cores; the latency figures vary from run to run)

@@ -21,6 +21,10 @@ Run
     python data_generators/kafka_producer.py --kind sensor --topic monitoring-readings \
       --count 160 --rate 20
 
+Practise
+  python course.py exercises check 14.1   A listener's log of every batch (build)
+  python course.py exercises check 14.2   What the progress says (predict)
+
 What you'll see
   (a second run, without --reset; times, rates and the lag vary from run to run)
   Checkpoints in checkpoints/14_monitoring: resuming quarantine after batch 23, stats after batch...

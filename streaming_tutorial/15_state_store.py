@@ -20,8 +20,8 @@ Run
 
 Practise
   python course.py exercises check 15.1   Sessions closed by a timer (build)
-  python course.py exercises check 15.2   Each event once (build)
-  python course.py exercises check 15.3   A dedup that forgets (fix)
+  python course.py exercises check 15.2   A dedup that forgets (fix)
+  python course.py exercises check 15.3   What the deduplication remembers (build)
 
 What you'll see
   transformWithState on the default (HDFS-backed) store starts, then fails (query.exception()):

@@ -20,6 +20,7 @@ Run
 
 Practise
   python course.py exercises check 16.1   A sink that survives kill -9 (survive)
+  python course.py exercises check 16.2   What an old checkpoint survives (predict)
 
 What you'll see
   kill 1, before the offsets of part-b.json are written: events: offsets/ 0, commits/ 0; ...

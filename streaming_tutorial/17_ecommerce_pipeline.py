@@ -26,6 +26,7 @@ Run
 
 Practise
   python course.py exercises check 17.1   Revenue per category (build)
+  python course.py exercises check 17.2   Alerts from the revenue table (build)
 
 What you'll see
   (a first run off a terminal: the dashboard every 10 s, on one redrawn in place;

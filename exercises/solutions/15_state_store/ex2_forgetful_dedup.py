@@ -1,15 +1,16 @@
-"""Exercise 15.2 · Each event once — a reference solution."""
+"""Exercise 15.2 · A dedup that forgets — a reference solution."""
 
 from pyspark.sql import DataFrame
 
-DEDUP_DELAY = "30 seconds"  # how long after its event time a copy of an event may still come
+DEDUP_DELAY = "30 seconds"  # a retry comes at most this long (event time) after the first copy
 
 
-def build_dedup_within_watermark(events: DataFrame) -> DataFrame:
-    """Each event_id once; an id is forgotten once the watermark passes its time + 30 s."""
-    # The watermark tells the deduplication when an id can be forgotten. The key is event_id
-    # alone: a retry with a later timestamp is the same event. WithinWatermark keeps each id
-    # until the watermark passes the kept copy's time + DEDUP_DELAY, then drops it from state.
+def build_unique_events(events: DataFrame) -> DataFrame:
+    """Each event once, whatever the retries' timestamps."""
+    # dropDuplicates(["event_id"]) can never forget an id: its key holds no event time, so no
+    # watermark can tell it that an id is done. With the watermark, the deduplication keeps an
+    # id until the watermark passes its time + DEDUP_DELAY; the key stays the id alone, so a
+    # retry with a later timestamp is still caught.
     return events.withWatermark("timestamp", DEDUP_DELAY).dropDuplicatesWithinWatermark(
         ["event_id"]
     )

@@ -3,10 +3,10 @@ milliseconds."""
 
 from pyspark.sql import DataFrame
 
-DEDUP_DELAY = "30 seconds"  # how long after its event time a copy of an event may still come
+DEDUP_DELAY = "30 seconds"  # a retry comes at most this long (event time) after the first copy
 
 
-def build_dedup_within_watermark(events: DataFrame) -> DataFrame:
-    """Each event_id once; an id is forgotten once the watermark passes its time + 30 s."""
+def build_unique_events(events: DataFrame) -> DataFrame:
+    """Each event once, whatever the retries' timestamps."""
     watermarked = events.withWatermark(eventTime="timestamp", delayThreshold="30000 milliseconds")
     return watermarked.dropDuplicatesWithinWatermark(subset=["event_id"])

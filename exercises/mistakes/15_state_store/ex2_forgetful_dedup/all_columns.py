@@ -5,5 +5,5 @@ from pyspark.sql import DataFrame
 DEDUP_DELAY = "30 seconds"
 
 
-def build_dedup_within_watermark(events: DataFrame) -> DataFrame:
+def build_unique_events(events: DataFrame) -> DataFrame:
     return events.withWatermark("timestamp", DEDUP_DELAY).dropDuplicatesWithinWatermark()

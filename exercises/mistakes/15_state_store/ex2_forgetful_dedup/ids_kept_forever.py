@@ -1,9 +1,9 @@
-"""A known mistake: a watermark, then dropDuplicates on event_id, which never forgets an id."""
+"""A known mistake: a watermark added, but dropDuplicates on event_id never forgets an id."""
 
 from pyspark.sql import DataFrame
 
 DEDUP_DELAY = "30 seconds"
 
 
-def build_dedup_within_watermark(events: DataFrame) -> DataFrame:
+def build_unique_events(events: DataFrame) -> DataFrame:
     return events.withWatermark("timestamp", DEDUP_DELAY).dropDuplicates(["event_id"])

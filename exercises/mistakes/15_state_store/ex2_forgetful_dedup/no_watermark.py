@@ -1,7 +1,11 @@
-"""A known mistake: dropDuplicates with no watermark, so every event_id is kept for ever."""
+"""A known mistake: withWatermark called, but its result (a new DataFrame) thrown away, so the
+deduplication runs without a watermark and keeps every event_id for ever."""
 
 from pyspark.sql import DataFrame
 
+DEDUP_DELAY = "30 seconds"
 
-def build_dedup_within_watermark(events: DataFrame) -> DataFrame:
+
+def build_unique_events(events: DataFrame) -> DataFrame:
+    events.withWatermark("timestamp", DEDUP_DELAY)
     return events.dropDuplicates(["event_id"])
