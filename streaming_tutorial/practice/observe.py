@@ -128,6 +128,13 @@ def scenario_files(folder: Path, batches: list, scenario: Scenario) -> Path:
     return write_batches(folder, batches)
 
 
+def trigger_of(query) -> str:
+    """The trigger a (classic) query runs with, as Spark names it: 'AvailableNowTrigger',
+    'ProcessingTimeTrigger(0)' for the default... A check reads it from the query itself, never
+    from how long the query takes to stop."""
+    return query._jsq.streamingQuery().trigger().toString()
+
+
 def observe(
     spark,
     exercise: Exercise,

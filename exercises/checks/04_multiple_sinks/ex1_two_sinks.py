@@ -10,7 +10,7 @@ from pyspark.sql.streaming import StreamingQuery
 from common import parsing, paths
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 from infra.files import write_atomically
-from practice.observe import Batch, Observation, sort_rows
+from practice.observe import Batch, Observation, sort_rows, trigger_of
 from practice.scenarios import at, shop_event
 from practice.spec import Exercise, Mistake, Scenario
 
@@ -81,12 +81,6 @@ def start_and_finish(spark, module, lines, workdir: Path) -> tuple[list, bool]:
         if query.exception():
             raise query.exception()
     return [str(query.id) for query in queries], all(triggered)
-
-
-def trigger_of(query: StreamingQuery) -> str:
-    """The trigger a (classic) query runs with, as Spark names it: 'AvailableNowTrigger',
-    'ProcessingTimeTrigger(0)' for the default..."""
-    return query._jsq.streamingQuery().trigger().toString()
 
 
 def partition_of(file_uri: str, folder: Path) -> str:

@@ -26,6 +26,7 @@ from infra.kafka import client_options, delete_topics, end_offsets, ensure_topic
 from infra.kafka_broker import kafka_for_lesson
 from infra.runner import wait_until
 from practice import catalog
+from practice.checking import is_spark_error
 from practice.observe import Batch, Observation
 from practice.spec import Exercise, Mistake, Scenario
 
@@ -47,13 +48,6 @@ def error_class(error: BaseException) -> str:
         if found.group(1) != "STREAM_FAILED":
             return found.group(1)
     return ""
-
-
-def is_spark_error(error: BaseException) -> bool:
-    from py4j.protocol import Py4JJavaError
-    from pyspark.errors import PySparkException
-
-    return isinstance(error, (PySparkException, Py4JJavaError))
 
 
 def record_count(bootstrap: str, topic: str) -> int:

@@ -19,7 +19,7 @@ from pyspark.sql.streaming import StreamingQuery
 from common import paths
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 from infra.files import json_lines, write_atomically
-from practice.observe import Batch, Observation, plain, sort_rows
+from practice.observe import Batch, Observation, plain, sort_rows, trigger_of
 from practice.scenarios import shop_event
 from practice.spec import Exercise, Mistake, Scenario
 
@@ -69,12 +69,6 @@ def read_events(spark, folder: Path, files_per_trigger: int):
 
 class PipelineDidNotEnd(Exception):
     """run_pipeline was still running, waiting on a query that never stops by itself."""
-
-
-def trigger_of(query: StreamingQuery) -> str:
-    """The trigger a (classic) query runs with, as Spark names it: 'AvailableNowTrigger',
-    'ProcessingTimeTrigger(0)' for the default..."""
-    return query._jsq.streamingQuery().trigger().toString()
 
 
 def never_stops(queries) -> bool:
