@@ -22,6 +22,9 @@ Run
   a file with broken lines, and runs again. Each command's whole output:
   output/18_declarative_pipeline/logs; --reset deletes all of it (and the event files) first.
 
+Practise
+  python course.py exercises check 18.1   Sales per category, declared (build)
+
 What you'll see
   (a first run, its events folder empty; times, seconds and the port vary)
     ... .venv/bin/spark-pipelines run --spec .../spark-pipeline.yml --remote sc://localhost:36879

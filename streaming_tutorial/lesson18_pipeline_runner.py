@@ -37,7 +37,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from common import paths
 from common.session import DRIVER_JAVA_OPTIONS
@@ -244,6 +244,11 @@ def command(pipeline: Pipeline, action: str) -> list[str]:
     return [str(executable), action, "--spec", str(pipeline.spec), "--remote", pipeline.remote]
 
 
+def refresh_options(refresh: Sequence[str]) -> list[str]:
+    """``--refresh a,b``: the run updates those datasets only (none given: every one)."""
+    return ["--refresh", ",".join(refresh)] if refresh else []
+
+
 def environment(pipeline: Pipeline) -> dict[str, str]:
     python_path = os.pathsep.join(
         filter(None, [str(paths.LESSONS_DIR), os.environ.get("PYTHONPATH")])
@@ -273,10 +278,16 @@ def shell_line(pipeline: Pipeline, action: str) -> str:
     )
 
 
-def run(pipeline: Pipeline, action: str, show: Callable[[str], None] = print) -> RunResult:
+def run(
+    pipeline: Pipeline,
+    action: str,
+    show: Callable[[str], None] = print,
+    refresh: Sequence[str] = (),
+) -> RunResult:
     """Run ``spark-pipelines <action>`` (dry-run, run) and wait for it; PipelineError if it fails.
 
     Every line goes to ``logs/<action>-N.log``; the lines about the pipeline go to ``show``.
+    ``refresh``: update only these datasets (``--refresh a,b``); every one when empty.
     """
     pipeline.logs.mkdir(parents=True, exist_ok=True)
     earlier = len(list(pipeline.logs.glob(f"{action}-*.log")))
@@ -285,7 +296,7 @@ def run(pipeline: Pipeline, action: str, show: Callable[[str], None] = print) ->
     flows: dict[str, str] = {}
     with open(log, "w", encoding="utf-8") as handle:
         process = subprocess.Popen(
-            command(pipeline, action),
+            [*command(pipeline, action), *refresh_options(refresh)],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

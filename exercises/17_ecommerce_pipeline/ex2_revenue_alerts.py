@@ -17,6 +17,7 @@ tables back whole and compares every row:
   table                           "revenue" or "alerts"
   window_start, window_end        the 5-minute window
   category, purchases, revenue    the window's category, its purchases and revenue
+(its tables show run 1 as batch 0 and the restart as batch 1)
 It also checks that each query resumed (the same query id on the restart), that each has a
 checkpoint of its own, that each stopped by itself, and that the alerts query reads the revenue
 table.
