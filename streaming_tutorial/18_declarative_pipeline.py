@@ -4,8 +4,10 @@ What you'll learn
   - Declare tables, not queries: a streaming table (bronze: the event files' lines), streaming
     tables that parse and quarantine (silver), materialized views (gold: lesson 17's figures),
     in Python and SQL files under streaming_tutorial/pipelines/shop/.
-  - ``spark-pipelines dry-run`` checks the whole graph without reading data; ``run`` updates every
-    table in the order their reads imply, with the checkpoints it manages itself.
+  - ``spark-pipelines dry-run`` checks the whole graph without reading data; ``run`` updates the
+    tables in the order their reads imply, with the checkpoints it manages itself; ``--refresh``
+    updates only the tables named (in Spark 4.2, a later run did not wait for bronze: each run
+    here refreshes bronze first, then the tables that read it).
   - A pipeline is submitted to a running Spark Connect endpoint (``--remote sc://host:port``), as
     to a cluster: here the lesson's own session serves one, so no command starts a Spark of its own
     (without ``--remote``, each command starts a local Spark of its own).
@@ -18,8 +20,8 @@ Run
   python streaming_tutorial/18_declarative_pipeline.py          # --reset: start with empty tables
   It writes 3 event files into a folder of its own, output/18_declarative_pipeline/events, if none
   are there (the shop simulator, a fixed seed and start time), starts its session with a Spark
-  Connect server in it, runs spark-pipelines dry-run and run against that server, adds 2 files and
-  a file with broken lines, and runs again. Each command's whole output:
+  Connect server in it, runs spark-pipelines dry-run and run (bronze, then the rest) against that
+  server, adds 2 files and a file with broken lines, and runs again. Each command's whole output:
   output/18_declarative_pipeline/logs; --reset deletes all of it (and the event files) first.
 
 Practise
@@ -28,10 +30,15 @@ Practise
 What you'll see
   (a first run, its events folder empty; times, seconds and the port vary)
     ... .venv/bin/spark-pipelines run --spec .../spark-pipeline.yml --remote sc://localhost:36879
-    18:29:33  bronze_events: completed
-    18:29:35  silver_events: completed
+    --refresh bronze_events
     ...
-    18:29:39  Run is COMPLETED.
+    14:37:34  bronze_events: completed
+    14:37:35  Run is COMPLETED.
+    ...
+    14:37:40  silver_events: completed
+    14:37:42  gold_category_revenue: completed
+    ...
+    14:37:43  Run is COMPLETED.
   run 1 read: events-0001.json, events-0002.json, events-0003.json
   ...
   run 2 read: events-0004.json, events-0005.json, events-typos.json
@@ -43,7 +50,7 @@ What you'll see
     gold_funnel            2            3
   gold_category_revenue: 4 rows, lesson 17's build_category_revenue: 4 rows, equal: True
   gold_funnel: 3 rows, lesson 17's build_funnel: 3 rows, equal: True
-  ... (each command here: dry-run 7 s (3 CPU-s, 1 JVM), run 12 s (3 CPU-s, 1 JVM), run 10 s ...
+  ... (each command here: dry-run 7 s (3 CPU-s, 1 JVM), run 6 s (3 CPU-s, 1 JVM), run 8 s ...
 """
 
 from __future__ import annotations
@@ -66,6 +73,13 @@ PIPELINE = "shop"  # the folder streaming_tutorial/pipelines/shop: its spec and 
 # Its own input: the other lessons' data/ecommerce_events stays as it is.
 INPUT = paths.output_for(LESSON, "events")
 BRONZE = "bronze_events"  # the streaming table that reads the files: its checkpoint lists them
+# Each run, layer by layer: one command refreshes bronze, the next what reads it. In Spark 4.2 a
+# run that updates every table may start silver before bronze once bronze_events exists (see
+# update), so silver would miss the lines bronze appends in that run.
+LAYERS = (
+    ("bronze_events",),
+    ("silver_events", "silver_quarantine", "gold_category_revenue", "gold_funnel"),
+)
 TABLES = (
     "bronze_events",
     "silver_events",
@@ -108,6 +122,19 @@ def add_event_files(count: int) -> None:
     """``count`` more files of shop events in INPUT, numbered on after those there."""
     storage.require_local_input("The shop simulator", INPUT)
     subprocess.run([*GENERATOR, "--count", str(count)], check=True)
+
+
+def update(pipeline: pipelines.Pipeline) -> list[pipelines.RunResult]:
+    """One update of every table: ``spark-pipelines run --refresh ...``, one layer per command.
+
+    A pipeline orders its flows by what they read, and the first run (no table yet) kept
+    that order. On a later run, in Spark 4.2, silver.py's streaming read of an existing
+    bronze_events did not count as a dependency: the event log showed silver_events
+    STARTING while bronze_events was still RUNNING, with several flows at once or one at a
+    time, and silver missed the lines bronze appended in that run. Gold's read in SQL kept
+    its dependency on silver. So bronze is refreshed first, in a command of its own.
+    """
+    return [pipelines.run(pipeline, "run", refresh=layer) for layer in LAYERS]
 
 
 def read_table(spark, table: str) -> DataFrame:
@@ -189,8 +216,10 @@ def main(argv: list[str] | None = None) -> None:
             reads, and runs them. The command goes to a Spark Connect endpoint: this lesson's
             session serves one, as a shared Spark (a cluster) would. Without --remote (its
             default is "local"), or with --remote "local[2]", each command would start a
-            private local Spark of its own. As you would type it:""")
-        print(f"  {pipelines.shell_line(pipeline, 'run')}")
+            private local Spark of its own. As you would type it (--refresh: only these tables;
+            section 4 says why bronze gets a command of its own):""")
+        for layer in LAYERS:
+            print(f"  {pipelines.shell_line(pipeline, 'run', layer)}")
 
         banner("2. spark-pipelines dry-run: the graph checked, no data read")
         dry = pipelines.run(pipeline, "dry-run")
@@ -201,7 +230,7 @@ def main(argv: list[str] | None = None) -> None:
         banner("3. spark-pipelines run: bronze -> silver -> gold")
         # On a second run of the lesson, bronze's checkpoint already lists the files read before.
         read_before = pipelines.files_read(pipeline, BRONZE)
-        first = pipelines.run(pipeline, "run")
+        first = update(pipeline)
         after_first = count_rows(spark)
         read_first = pipelines.files_read(pipeline, BRONZE)
         print(f"  run 1 read: {file_list(read_first - read_before)}")
@@ -210,7 +239,7 @@ def main(argv: list[str] | None = None) -> None:
         add_event_files(NEW_FILES)
         if not (INPUT / TYPOS_FILE).exists():
             files.write_atomically(INPUT, TYPOS_FILE, TYPOS)
-        second = pipelines.run(pipeline, "run")
+        second = update(pipeline)
         after_second = count_rows(spark)
         read_second = pipelines.files_read(pipeline, BRONZE)
         print(f"  run 2 read: {file_list(read_second - read_first)}")
@@ -223,9 +252,10 @@ def main(argv: list[str] | None = None) -> None:
             were recomputed from all of silver_events: always the whole answer. A pipeline
             orders its flows by what they read: a flow starts once every flow it reads from has
             finished, as gold waits for silver here. In Spark 4.2 that order did not hold for
-            silver's streaming read of bronze_events in a second run, once the table existed
-            (lesson18_pipeline_runner.py shows the event log), so the runs take one flow at a
-            time (spark.sql.pipelines.execution.maxConcurrentFlows=1).""")
+            silver's streaming read of bronze_events once the table existed: a run of every
+            table started silver while bronze was still running (several flows at once or one
+            at a time), and silver missed the lines bronze appended in that run. So each run
+            here is two commands: --refresh bronze_events, then the tables that read it.""")
         quarantine = read_table(spark, "silver_quarantine")
         quarantine.select("source_file", "reason").show(truncate=False)
 
@@ -237,7 +267,7 @@ def main(argv: list[str] | None = None) -> None:
         compare_with_lesson_17(spark)
 
         banner("6. When to declare a pipeline, and when to write the queries")
-        costs = pipelines.costs(dry, first, second)
+        costs = pipelines.costs(dry, *first, *second)
         say(f"""Declared wins when tables feed tables: the order, the checkpoints, a full refresh
             (run --full-refresh silver_events empties that table and reads all its input again;
             --full-refresh-all does it for every table), a dry-run in CI, one graph to read.

@@ -10,7 +10,7 @@ command talks to the one JVM that is already up instead of starting a Spark of i
 
 - ``server_conf``, given to the session when it is created: the plugin, its port and token,
   the Hive catalog (without it a second ``run`` fails with LOCATION_ALREADY_EXISTS), the
-  warehouse and metastore folders, one flow at a time;
+  warehouse and metastore folders;
 - a copy of the folder whose spec names this run's ``storage`` (it must be an absolute URI)
   and its ``configuration`` (what the definitions read with ``spark.conf.get``),
   and a ``SPARK_CONF_DIR`` whose ``java-opts`` gives the command's own (launcher) JVM the
@@ -61,7 +61,8 @@ SAMPLE_SECONDS = 0.5  # how often the CPU time of the command's processes is rea
 LOG_TAIL_LINES = 12
 # "2026-01-15 10:30:00: Flow spark_catalog.default.gold_funnel is RUNNING." (the CLI's event lines)
 EVENT_LINE = re.compile(r"^\d{4}-\d\d-\d\d (\d\d:\d\d:\d\d): (.*)$")
-FLOW_LINE = re.compile(r"^Flow (?:[\w`]+\.)*`?(\w+)`? (?:is|has) (\w+)")
+# The name plain, in backticks, or whole in quotes ("Flow 'cat.db.t' is EXCLUDED.").
+FLOW_LINE = re.compile(r"^Flow '?(?:[\w`]+\.)*`?(\w+)`?'? (?:is|has) (\w+)")
 # Event lines not worth a learner's attention: the CLI's own steps before the run.
 QUIET_EVENTS = (
     "Loading pipeline spec",
@@ -72,7 +73,8 @@ QUIET_EVENTS = (
     "Found ",
     "Starting run",
 )
-SHOWN_STATES = {"COMPLETED", "FAILED", "SKIPPED", "EXCLUDED", "STOPPED"}  # a flow's last word
+# A flow's last word. Not EXCLUDED: a run with --refresh excludes every other flow.
+SHOWN_STATES = {"COMPLETED", "FAILED", "SKIPPED", "STOPPED"}
 
 
 @dataclass
@@ -218,20 +220,6 @@ def server_conf(pipeline: Pipeline) -> dict[str, str]:
         # derby.log here, not in the folder the lesson was started from (added after the
         # course's JVM options).
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={pipeline.home.resolve()}",
-        # One flow at a time. SDP's contract is that a flow starts once every flow it reads
-        # from has finished (a performance setting, this, not an ordering one), and gold waits
-        # for silver. But measured on pyspark 4.2.0 without it, the second run's event log read:
-        #   Flow spark_catalog.default.bronze_events is RUNNING.
-        #   Flow spark_catalog.default.silver_quarantine is STARTING.
-        #   Flow spark_catalog.default.silver_events is STARTING.
-        #   Flow spark_catalog.default.bronze_events has COMPLETED.
-        # so silver missed the lines bronze appended in that run (gold then differed from
-        # lesson 17's figures). The first run waited for bronze, as it should. The same happened
-        # with the read written spark_catalog.default.bronze_events and as
-        # spark.sql("... FROM STREAM(bronze_events)"): once bronze_events exists in the
-        # catalog, SDP did not count silver's read of it as a dependency. One flow at a time
-        # keeps the graph's order whatever it sees.
-        "spark.sql.pipelines.execution.maxConcurrentFlows": "1",
     }
 
 
@@ -265,16 +253,19 @@ def environment(pipeline: Pipeline) -> dict[str, str]:
     }
 
 
-def shell_line(pipeline: Pipeline, action: str) -> str:
+def shell_line(pipeline: Pipeline, action: str, refresh: Sequence[str] = ()) -> str:
     """The same command as one line for a terminal, with the variables it needs.
 
     The token is not shown.
     """
     home = paths.display(pipeline.home)
-    return (
-        f"SPARK_CONF_DIR={home}/conf PYTHONPATH=streaming_tutorial {TOKEN_VARIABLE}=... "
-        f".venv/bin/spark-pipelines {action} --spec {home}/pipeline/{SPEC_NAME} "
-        f"--remote {pipeline.remote}"
+    return " ".join(
+        [
+            f"SPARK_CONF_DIR={home}/conf PYTHONPATH=streaming_tutorial {TOKEN_VARIABLE}=...",
+            f".venv/bin/spark-pipelines {action} --spec {home}/pipeline/{SPEC_NAME}",
+            f"--remote {pipeline.remote}",
+            *refresh_options(refresh),
+        ]
     )
 
 

@@ -95,7 +95,6 @@ def test_the_lessons_session_serves_spark_connect_with_the_pipelines_catalog(tmp
         f"databaseName={(pipeline.home / 'metastore_db').resolve()};"
         in conf["spark.hadoop.javax.jdo.option.ConnectionURL"]
     )
-    assert conf["spark.sql.pipelines.execution.maxConcurrentFlows"] == "1"
 
 
 def test_the_command_is_the_venvs_spark_pipelines_sent_to_the_lessons_endpoint(tmp_path):
@@ -126,6 +125,7 @@ def test_only_the_lines_about_the_pipeline_are_shown_and_every_flows_last_state_
         "returning NoSuchObjectException",
         "2026-01-15 10:30:01: Importing /x/transformations/bronze.py...",
         "2026-01-15 10:30:01: Registering SQL file /x/transformations/gold.sql...",
+        "2026-01-15 10:30:01: Flow 'spark_catalog.default.silver_events' is EXCLUDED.",
         "2026-01-15 10:30:02: Flow spark_catalog.default.bronze_events is RUNNING.",
         "2026-01-15 10:30:03: Flow spark_catalog.default.bronze_events has COMPLETED.",
         "2026-01-15 10:30:04: Flow spark_catalog.default.gold_funnel has FAILED: division by zero.",
@@ -139,7 +139,11 @@ def test_only_the_lines_about_the_pipeline_are_shown_and_every_flows_last_state_
         "  10:30:04  gold_funnel: failed: division by zero",
         "  10:30:05  Run is COMPLETED.",
     ]
-    assert flows == {"bronze_events": "COMPLETED", "gold_funnel": "FAILED"}
+    assert flows == {
+        "silver_events": "EXCLUDED",  # a run with --refresh bronze_events,gold_funnel
+        "bronze_events": "COMPLETED",
+        "gold_funnel": "FAILED",
+    }
 
 
 def test_a_failure_names_the_cause_spark_pipelines_own_words_and_the_log(tmp_path):
@@ -308,8 +312,7 @@ def test_the_lesson_runs_the_pipeline_twice_and_its_gold_tables_hold_the_exact_f
     # Spark of its own.
     assert re.findall(r"(dry-run|run) \d+ s \(\d+ CPU-s, (\d+) JVM\)", out) == [
         ("dry-run", "1"),
-        ("run", "1"),
-        ("run", "1"),
+        *[("run", "1")] * 4,  # two runs, each bronze then the tables that read it
     ]
     # Its own input folder: the shared one other lessons read got nothing.
     events = course_home / "output" / "18_declarative_pipeline" / "events"
