@@ -353,7 +353,7 @@ def build_events_per_user(events: DataFrame) -> DataFrame:
 
 
 def build_dedup_within_watermark(events: DataFrame) -> DataFrame:
-    """Part 5: each event_id once; an id is forgotten once the watermark passes its time + 30 s."""
+    """Part 5: each event_id once; an id is forgotten once the watermark reaches its time + 30 s."""
     return events.withWatermark("timestamp", DEDUP_DELAY).dropDuplicatesWithinWatermark(
         ["event_id"]
     )
@@ -603,7 +603,7 @@ def main(argv: list[str] | None = None) -> None:
         )
         lateness.print_state_rows({label: run.progress for label, run in runs.items()})
         say("""Both pass each event once; dropDuplicates remembers every id forever, the other
-            forgets an id once the watermark passes its time + 30 s (a copy that late is
+            forgets an id once the watermark reaches its time + 30 s (a copy that late is
             dropped anyway).""")
 
         banner("6. A field added to a state variable: avro vs the default encoding")
