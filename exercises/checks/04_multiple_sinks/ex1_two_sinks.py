@@ -12,7 +12,9 @@ from common.schemas import ECOMMERCE_EVENT_SCHEMA
 from infra.files import write_atomically
 from practice.observe import Batch, Observation, sort_rows, trigger_of
 from practice.scenarios import at, shop_event
+from practice.sinks import reimported
 from practice.spec import Exercise, Mistake, Scenario
+from practice.writes import WriteCounter, counting_writes
 
 COLUMNS = ["folder", "partition / reason", "event_id / line"]
 TRIGGER = {"availableNow": True}
@@ -83,6 +85,45 @@ def start_and_finish(spark, module, lines, workdir: Path) -> tuple[list, bool]:
     return [str(query.id) for query in queries], all(triggered)
 
 
+class CrashInsideSink(Exception):
+    """Raised right after a sink's first write of the restart: where a crash could stop it.
+
+    An Exception (not a BaseException): pyspark's foreachBatch and py4j pass an Exception back
+    to the JVM, which fails the query as a crash would; anything else would leave the JVM
+    waiting for the callback."""
+
+
+def crash_after_first_write(number: int) -> None:
+    """The counter's ``on_write``: stop the sink after its first write, once."""
+    if number == 1:
+        raise CrashInsideSink(
+            "stopped by the check right after your sink's first write of this batch, as a "
+            "crash there would stop it"
+        )
+
+
+def restart_with_a_crash(spark, module, lines, workdir: Path) -> tuple[list, bool, bool]:
+    """The restart, with a crash inside any sink of the learner's that writes from Python.
+
+    A file sink writes from the JVM and commits a batch's files at once in its own log: no
+    Python write, no crash. A foreachBatch function's writes are counted (practice.writes):
+    the first one, under the workdir, is followed by a crash. Then the query restarts as a new
+    process would, from a fresh import of the learner's file (a set of batch ids kept in memory
+    is empty again). Two writes that say "done" together (the data, then a marker; or the
+    marker first) leave the batch written twice, or not at all. Returns the query ids, whether
+    each ran with its trigger, and whether the crash happened."""
+    counter = WriteCounter(workdir, crash_after_first_write)
+    try:
+        with counting_writes(counter):
+            ids, stopped = start_and_finish(spark, module, lines, workdir)
+        return ids, stopped, False
+    except Exception:
+        if counter.count == 0:
+            raise  # the learner's own failure, not the crash
+    ids, stopped = start_and_finish(spark, reimported(module), lines, workdir)
+    return ids, stopped, True
+
+
 def partition_of(file_uri: str, folder: Path) -> str:
     """The folder a data file is in, under the sink's folder: 'date=2025-01-15', or '.'."""
     parent = Path(urlparse(file_uri).path).parent
@@ -111,6 +152,9 @@ def run_and_restart(spark, exercise, module, scenario, workdir: Path) -> Observa
     """Every file but the last, one run; then the last file, and a second run (the restart) on
     the same folders and checkpoints. One Batch per run: both folders' rows after it.
 
+    The restart also crashes once inside a sink that writes from Python (a foreachBatch
+    function), right after its first write, and starts again (restart_with_a_crash).
+
     A restart must resume, not start over. A query started over on a new checkpoint would read
     every file again, and its file sink's own log (which skips a batch id it has written) could
     hide that when the batches fell as before; so the restart reads two files per trigger
@@ -124,11 +168,18 @@ def run_and_restart(spark, exercise, module, scenario, workdir: Path) -> Observa
     runs = []
     ids = []
     stopped = []
-    for files, per_trigger in ((range(len(batches) - 1), 1), ([len(batches) - 1], 2)):
+    crashed = False
+    for restart, files, per_trigger in (
+        (False, range(len(batches) - 1), 1),
+        (True, [len(batches) - 1], 2),
+    ):
         for number in files:
             write_file(workdir / "input", number, batches[number], first_mtime)
         lines = read_lines(spark, workdir / "input", per_trigger)
-        run_ids, run_stopped = start_and_finish(spark, module, lines, workdir)
+        if restart:
+            run_ids, run_stopped, crashed = restart_with_a_crash(spark, module, lines, workdir)
+        else:
+            run_ids, run_stopped = start_and_finish(spark, module, lines, workdir)
         ids.append(run_ids)
         stopped.append(run_stopped)
         runs.append(Batch(read_sinks(spark, workdir)))
@@ -137,12 +188,16 @@ def run_and_restart(spark, exercise, module, scenario, workdir: Path) -> Observa
         OWN_IDS: all(len(set(run)) == len(run) for run in ids),
         STOPPED: all(stopped),
     }
+    if crashed:
+        # Not compared (the solution's file sinks never write from Python): for the hint.
+        facts[CRASHED] = True
     return Observation(COLUMNS, runs, facts=facts)
 
 
 RESUMED = "the restart resumed each query (the same query ids)"
 OWN_IDS = "each query has an id of its own (a checkpoint of its own)"
 STOPPED = "each query runs with the trigger it was given (.trigger(**trigger))"
+CRASHED = "the check stopped a sink of yours right after its first write of the restart"
 
 
 def started_over(mine, wanted) -> bool:
@@ -159,6 +214,16 @@ def share_an_id(mine, wanted) -> bool:
 def ignores_trigger(mine, wanted) -> bool:
     """A query runs with another trigger than the one the check gave (availableNow)."""
     return mine.facts.get(STOPPED) is False
+
+
+def damaged_by_the_crash(mine, wanted) -> bool:
+    """The check stopped the learner's sink inside a batch, and the restart's rows differ from
+    the solution's (the run before the crash was right)."""
+    return (
+        mine.facts.get(CRASHED) is True
+        and mine.batches[:1] == wanted.batches[:1]
+        and mine.batches[-1:] != wanted.batches[-1:]
+    )
 
 
 def not_partitioned(mine, wanted):
@@ -274,6 +339,18 @@ EXERCISE = Exercise(
             "The events are not in one folder per date: the file sink writes partition folders "
             "(date=2025-01-15/) only when told .partitionBy('date').",
             when=not_partitioned,
+        ),
+        Mistake(
+            "done_marker_after_append",
+            "After the restart, the folders hold other rows than a run without a crash: the "
+            "check stopped your sink right after its first write of the restart's batch, as a "
+            "crash there would, then started the query again from a fresh import of your file. "
+            "Spark runs that batch again. A sink that writes its data and a 'done' mark in two "
+            "steps is not atomic: data first, then the mark, and the batch is written twice; "
+            "the mark first, and it is never written. Spark's file sink "
+            "(writeStream.format('parquet')) records a batch's files in its own log at once, "
+            "and skips a batch it has logged: use it, or make the write itself idempotent.",
+            when=damaged_by_the_crash,
         ),
         Mistake(
             "ignores_trigger",
