@@ -122,7 +122,7 @@ def ci_commands() -> list[str]:
 def test_ci_runs_the_readme_test_command_then_the_slow_lanes_then_the_tour_twice_per_lesson():
     tour, test = quick_start_commands()
     as_ci = [re.sub(r"^python ", "python3 ", command) for command in (test, tour)]
-    lanes = f'{as_ci[0]} -m "crash or mistakes"'
+    lanes = f'{as_ci[0]} -m "crash or mistakes or mutants_sample"'
     assert ci_commands() == [as_ci[0], lanes, f"{as_ci[1]} --again"]
     assert "set -euo pipefail" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 
