@@ -26,6 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "streaming_tutorial"))
 
+from practice import answers as stored  # noqa: E402
 from practice import catalog, cli  # noqa: E402
 from practice.checking import check  # noqa: E402
 from practice.session import exercise_session  # noqa: E402
@@ -40,7 +41,9 @@ def save_to_verdict(spark, exercise_id: str, saves: int, work: Path) -> list[flo
     cli.start([exercise], root)
     watcher = Watcher(spark, exercises, root, exercise, clear=False, work_root=work / "runs")
     answers = [catalog.solution(exercise).read_bytes()]
-    answers += [path.read_bytes() for path in catalog.mistakes(exercise)]
+    answers += [
+        stored.whole_file(exercise, path).encode("utf-8") for path in catalog.mistakes(exercise)
+    ]
     events: queue.Queue = queue.Queue()
     stop = threading.Event()
     threading.Thread(target=watch_saves, args=(root, events, stop), daemon=True).start()

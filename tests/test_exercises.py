@@ -23,9 +23,10 @@ from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "streaming_tutorial"))
 
-from practice import catalog, checking, cli, progress  # noqa: E402
+from practice import answers, catalog, checking, cli, progress  # noqa: E402
 from practice.checking import FAILING, NOT_STARTED, PASSED, check  # noqa: E402
 from practice.observe import observe  # noqa: E402
+from practice.record import dumps  # noqa: E402
 from practice.spec import KINDS  # noqa: E402
 
 EXERCISES = catalog.all_exercises()
@@ -147,6 +148,34 @@ def test_a_stub_says_how_long_its_check_takes(exercise):
 
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=IDS)
+def test_an_exercise_folder_holds_its_files_and_answers_that_apply(exercise):
+    """One folder per exercise: nothing else in it, every stored answer a diff that still
+    applies to the solution, and the expected output one row per line (as record writes it)."""
+    folder = catalog.folder(exercise)
+    known = {catalog.STUB, catalog.SOLUTION, catalog.CHECK, catalog.EXPECTED}
+    known |= {catalog.MISTAKES, catalog.ALTERNATIVES, "__pycache__"}
+    assert {path.name for path in folder.iterdir()} <= known
+    for path in [*catalog.mistakes(exercise), *catalog.alternatives(exercise)]:
+        answer = answers.whole_file(exercise, path)
+        assert answer != catalog.solution(exercise).read_text(encoding="utf-8"), path.name
+        compile(answer, path.name, "exec")
+    text = catalog.expected_file(exercise).read_text(encoding="utf-8")
+    assert text == dumps(json.loads(text)["scenarios"]), "expected.json: run practice.record"
+
+
+def test_a_stored_answer_is_its_difference_and_a_changed_solution_is_named():
+    solution = "def f():\n    # why\n    return 1\n\n\nX = 2\n"
+    answer = "def f():\n    # why\n    return 0\n\n\nX = 2\n"
+    diff = answers.difference(solution, answer, "mistakes/zero")
+    assert "-    return 1\n+    return 0\n" in diff
+    assert answers.applied(solution, diff) == answer
+    # An editor that strips the blank context line's space changes nothing.
+    assert answers.applied(solution, diff.replace("\n \n", "\n\n")) == answer
+    with pytest.raises(answers.DiffError, match="line 3 of the solution"):
+        answers.applied(solution.replace("return 1", "return 2"), diff, "09.1 mistakes/zero")
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=IDS)
 def test_a_lesson_names_its_exercises(exercise):
     lesson = (ROOT / "streaming_tutorial" / f"{exercise.lesson}.py").read_text()
     assert f"exercises check {exercise.id}" in lesson.split('"""')[1]
@@ -158,6 +187,8 @@ def test_quick_reference_and_readme_list_every_exercise():
     assert "python course.py exercises watch" in readme
     for exercise in EXERCISES:
         assert f"{exercise.id} " in quick, f"{exercise.id} is not in QUICK_REFERENCE.md"
+        link = catalog.pristine(exercise).relative_to(ROOT).as_posix()
+        assert f"]({link})" in quick, f"QUICK_REFERENCE.md does not link {link}"
 
 
 # --- The checks, on the suite's Spark session -----------------------------------------------
@@ -203,7 +234,7 @@ def test_the_pristine_file_is_not_started(spark, exercise, tmp_path):
 
 @pytest.mark.parametrize(("exercise", "path"), each_answer(catalog.mistakes))
 def test_a_shipped_mistake_is_rejected_with_its_hint(spark, exercise, path, tmp_path):
-    verdict = check(spark, exercise, path, tmp_path)
+    verdict = check(spark, exercise, answers.written(exercise, path, tmp_path / "answer"), tmp_path)
     assert verdict.status == FAILING
     assert verdict.mistake == path.stem, f"{verdict.report}\n{verdict.hint}"
     hint = next(mistake.hint for mistake in exercise.mistakes if mistake.name == path.stem)
@@ -213,7 +244,8 @@ def test_a_shipped_mistake_is_rejected_with_its_hint(spark, exercise, path, tmp_
 
 @pytest.mark.parametrize(("exercise", "path"), each_answer(catalog.alternatives))
 def test_an_alternative_right_answer_passes(spark, exercise, path, tmp_path):
-    verdict = check(spark, exercise, path, tmp_path, pristine_ok=True)
+    answer = answers.written(exercise, path, tmp_path / "answer")
+    verdict = check(spark, exercise, answer, tmp_path, pristine_ok=True)
     assert verdict.status == PASSED, f"{verdict.report}\n{verdict.hint}"
 
 
@@ -540,13 +572,13 @@ def test_watch_checks_each_save_and_answers_its_keys(spark, tmp_path, capsys):
     root = tmp_path / "my_exercises"
     cli.start(EXERCISES, root)
     exercise = session_exercise()
-    answers = iter([False, True])
+    replies = iter([False, True])
     watcher = Watcher(
-        spark, EXERCISES, root, exercise, ask=lambda question: next(answers), work_root=tmp_path
+        spark, EXERCISES, root, exercise, ask=lambda question: next(replies), work_root=tmp_path
     )
     mine = catalog.mine(exercise, root)
-    wrong = catalog.MISTAKES_DIR / exercise.lesson / exercise.stem / "gap_too_long.py"
-    mine.write_bytes(wrong.read_bytes())
+    wrong = catalog.folder(exercise) / catalog.MISTAKES / "gap_too_long.diff"
+    mine.write_text(answers.whole_file(exercise, wrong))
     watcher.on_saved({mine.resolve()})
     assert watcher.last.status == FAILING and watcher.last.mistake == "gap_too_long"
     assert not spark.streams.active

@@ -1,4 +1,14 @@
-"""Where the exercises are, and loading them: the catalog, the learner's files, fresh imports."""
+"""Where the exercises are, and loading them: the catalog, the learner's files, fresh imports.
+
+One folder per exercise, ``exercises/<lesson>/ex<N>_<name>/``:
+  exercise.py     the file ``exercises start`` copies to ``my_exercises/<lesson>/ex<N>_<name>.py``
+  solution.py     the reference answer
+  check.py        ``EXERCISE = Exercise(...)``: scenarios, hints, known mistakes
+  expected.json   what Spark emits for each scenario, from the solution, one row per line
+                  (``python -m practice.record ID`` writes it; review its diff)
+  mistakes/       known wrong answers, each as its difference from the solution (``.diff``)
+  alternatives/   other right answers, the same way: the check must pass each
+"""
 
 from __future__ import annotations
 
@@ -14,10 +24,12 @@ from practice.observe import Observation
 from practice.spec import KINDS, Exercise
 
 EXERCISES_DIR = PROJECT_ROOT / "exercises"
-SOLUTIONS_DIR = EXERCISES_DIR / "solutions"
-CHECKS_DIR = EXERCISES_DIR / "checks"
-MISTAKES_DIR = EXERCISES_DIR / "mistakes"
-ALTERNATIVES_DIR = EXERCISES_DIR / "alternatives"  # other right answers: each must pass
+STUB = "exercise.py"
+SOLUTION = "solution.py"
+CHECK = "check.py"
+EXPECTED = "expected.json"
+MISTAKES = "mistakes"
+ALTERNATIVES = "alternatives"  # other right answers: each must pass
 MY_DIR = COURSE_HOME / "my_exercises"  # the learner's copies; git-ignored
 
 _fresh = itertools.count()
@@ -38,8 +50,8 @@ def load_module(path: Path, label: str = "exercise"):
 
 def load_exercise(check_file: Path) -> Exercise:
     exercise = load_module(check_file, "check").EXERCISE
-    exercise.lesson = check_file.parent.name
-    exercise.stem = check_file.stem
+    exercise.lesson = check_file.parent.parent.name
+    exercise.stem = check_file.parent.name
     exercise.check_file = check_file
     if exercise.kind not in KINDS:
         raise ValueError(f"{check_file}: kind {exercise.kind!r} is not one of {KINDS}")
@@ -53,8 +65,8 @@ def all_exercises(broken: list | None = None) -> list[Exercise]:
     and ``(path, error)`` is added to ``broken``, so one bad file does not stop the others.
     """
     files = sorted(
-        CHECKS_DIR.glob("[0-9][0-9]_*/ex[0-9]*_*.py"),
-        key=lambda path: (path.parent.name, int(path.stem.split("_")[0][2:])),
+        EXERCISES_DIR.glob(f"[0-9][0-9]_*/ex[0-9]*_*/{CHECK}"),
+        key=lambda path: (path.parent.parent.name, int(path.parent.name.split("_")[0][2:])),
     )
     exercises = []
     for path in files:
@@ -77,12 +89,17 @@ def find(exercises: list[Exercise], wanted: str) -> Exercise:
     raise LookupError(f"no exercise {wanted!r}; the exercises are {known}")
 
 
+def folder(exercise: Exercise) -> Path:
+    """The exercise's own folder: its stub, solution, check, expected output and answers."""
+    return EXERCISES_DIR / exercise.lesson / exercise.stem
+
+
 def pristine(exercise: Exercise) -> Path:
-    return EXERCISES_DIR / exercise.relative
+    return folder(exercise) / STUB
 
 
 def solution(exercise: Exercise) -> Path:
-    return SOLUTIONS_DIR / exercise.relative
+    return folder(exercise) / SOLUTION
 
 
 def mine(exercise: Exercise, root: Path | None = None) -> Path:
@@ -90,17 +107,19 @@ def mine(exercise: Exercise, root: Path | None = None) -> Path:
 
 
 def mistakes(exercise: Exercise) -> list[Path]:
-    return sorted((MISTAKES_DIR / exercise.lesson / exercise.stem).glob("*.py"))
+    """Known wrong answers, each a diff against the solution (``practice.answers`` applies
+    it): the check must reject each with its own hint."""
+    return sorted((folder(exercise) / MISTAKES).glob("*.diff"))
 
 
 def alternatives(exercise: Exercise) -> list[Path]:
-    """Right answers written another way than the reference solution: the check must pass
-    each (a check that rejects a right answer teaches distrust)."""
-    return sorted((ALTERNATIVES_DIR / exercise.lesson / exercise.stem).glob("*.py"))
+    """Right answers written another way than the reference solution, as diffs: the check must
+    pass each (a check that rejects a right answer teaches distrust)."""
+    return sorted((folder(exercise) / ALTERNATIVES).glob("*.diff"))
 
 
 def expected_file(exercise: Exercise) -> Path:
-    return exercise.check_file.with_suffix(".json")
+    return folder(exercise) / EXPECTED
 
 
 def expected(exercise: Exercise) -> list[Observation]:

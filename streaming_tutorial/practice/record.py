@@ -3,8 +3,8 @@
     python -m practice.record 07.1 [ID ...]     (run from streaming_tutorial/, or via
                                                  python -m tools.record_exercises)
 
-Writes ``exercises/checks/<lesson>/<stem>.json``. Review its diff: it is what every check of
-that exercise will expect, so read it against the task before committing it.
+Writes the exercise folder's ``expected.json``, one row per line. Review its diff: it is what
+every check of that exercise will expect, so read it against the task before committing it.
 """
 
 from __future__ import annotations
@@ -15,6 +15,32 @@ import sys
 from practice import catalog
 from practice.checking import run_scenario
 from practice.session import exercise_session, workdir_for
+
+
+def dumps(observations: list[dict]) -> str:
+    """The expected output as JSON, one row (and the column names) per line, so that its diff
+    reads row by row."""
+    inline = []
+
+    def placeholder(value) -> str:
+        inline.append(json.dumps(value, ensure_ascii=False))
+        return f"@inline{len(inline) - 1}@"
+
+    shaped = [
+        {
+            **observation,
+            "columns": placeholder(observation["columns"]),
+            "batches": [
+                {**batch, "rows": [placeholder(row) for row in batch["rows"]]}
+                for batch in observation["batches"]
+            ],
+        }
+        for observation in observations
+    ]
+    text = json.dumps({"scenarios": shaped}, indent=1, ensure_ascii=False)
+    for number, compact in enumerate(inline):
+        text = text.replace(f'"@inline{number}@"', compact, 1)
+    return text + "\n"
 
 
 def record(spark, exercise) -> list:
@@ -33,7 +59,7 @@ def main(argv: list[str]) -> int:
     for exercise in wanted:
         observations = record(spark, exercise)
         target = catalog.expected_file(exercise)
-        target.write_text(json.dumps({"scenarios": observations}, indent=1) + "\n")
+        target.write_text(dumps(observations), encoding="utf-8")
         print(f"{exercise.id} {exercise.title}: wrote {target}")
         for number, observation in enumerate(observations):
             print(f"  scenario {number}: {json.dumps(observation)}")

@@ -1,12 +1,12 @@
 """What an exercise's check says: its scenarios, what to compare, its hints and known mistakes.
 
-Each exercise has a check file, ``exercises/checks/<lesson>/ex<N>_<name>.py``, that defines
-``EXERCISE = Exercise(...)``. Where the check file is decides the rest: the learner's file is
-``exercises/<lesson>/ex<N>_<name>.py`` (copied to ``my_exercises/`` by ``exercises start``),
-the reference solution has the same path under ``exercises/solutions/``, the known mistakes
-are the files of ``exercises/mistakes/<lesson>/ex<N>_<name>/``, and what Spark really emits
-for each scenario is recorded beside the check file as ``ex<N>_<name>.json``
-(``python -m practice.record ID`` writes it from the reference solution; review its diff).
+Each exercise has a folder, ``exercises/<lesson>/ex<N>_<name>/`` (see ``practice.catalog``),
+whose ``check.py`` defines ``EXERCISE = Exercise(...)``. Beside it: ``exercise.py``, the file
+``exercises start`` copies to ``my_exercises/<lesson>/ex<N>_<name>.py``; ``solution.py``, the
+reference answer; the known mistakes and other right answers as diffs against it
+(``mistakes/``, ``alternatives/``); and ``expected.json``, what Spark really emits for each
+scenario (``python -m practice.record ID`` writes it from the reference solution; review its
+diff).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ SCRAMBLED_SETTINGS = {
 
 @dataclass
 class Mistake:
-    """A known wrong answer, shipped as ``exercises/mistakes/<lesson>/<stem>/<name>.py``.
+    """A known wrong answer, shipped as ``mistakes/<name>.diff`` in the exercise's folder.
 
     The check recognises it by what it does, not by its file: by Spark's error (``error``, a
     regular expression searched in the error's text), or by what it emitted (``when``,
@@ -125,7 +125,7 @@ class Exercise:
 
     @property
     def relative(self) -> Path:
-        """The exercise file's path under exercises/, my_exercises/ and exercises/solutions/."""
+        """The learner's file's path under my_exercises/."""
         return Path(self.lesson) / f"{self.stem}.py"
 
     def input_names(self) -> list[str]:

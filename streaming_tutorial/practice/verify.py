@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from practice import catalog
+from practice import answers, catalog
 from practice.checking import NOT_STARTED, check
 from practice.session import exercise_session, workdir_for
 
@@ -37,9 +37,10 @@ def problems_of(spark, exercise, root: Path) -> list[str]:
         problems.append("no shipped mistake")
     for path in files:
         if path.stem not in names:
-            problems.append(f"mistake file {path.name} has no Mistake({path.stem!r}, ...)")
+            problems.append(f"mistake {path.name} has no Mistake({path.stem!r}, ...)")
             continue
-        verdict = check(spark, exercise, path, workdir / f"mistake-{path.stem}")
+        answer = answers.written(exercise, path, workdir / "answers")
+        verdict = check(spark, exercise, answer, workdir / f"mistake-{path.stem}")
         if verdict.passed or verdict.mistake != path.stem:
             problems.append(
                 f"mistake {path.stem}: {verdict.status}, recognised as {verdict.mistake!r}\n"

@@ -1,3 +1,0 @@
-"""A known mistake: the watermark moved by the readings of the same batch."""
-
-PREDICTION = [[1], [4], [5], [7, 8], [10, 11]]
