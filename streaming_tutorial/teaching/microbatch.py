@@ -38,16 +38,30 @@ class Run:
         return [row for batch in self.batches for row in batch.rows]
 
 
-def write_batches(folder: Path, batches: Sequence[Sequence[dict]]) -> Path:
-    """Write one JSON Lines file per batch, in order.
+def write_batches(
+    folder: Path,
+    batches: Sequence[Sequence[dict | str]],
+    *,
+    first_number: int = 0,
+    first_mtime: float | None = None,
+    name: str = "batch",
+) -> Path:
+    """Write one JSON Lines file per batch, in order, numbered on from ``first_number``
+    (``<name>-0000.json``...). A record is a dict (one JSON line) or a str, written as it is (a
+    line that is not valid JSON, say).
 
     The file source orders new files by modification time, not by name, and files
-    written within the same clock tick tie; so each file gets its own mtime, one
-    second apart, in batch order.
+    written within the same clock tick tie; so each file gets its own mtime,
+    ``first_mtime`` plus its number: one second apart, in batch order. Calls that go on
+    numbering with the same ``first_mtime`` write files newer than the earlier ones.
     """
-    first_mtime = time.time() - len(batches) - 60
-    for number, records in enumerate(batches):
-        path = write_atomically(folder, f"batch-{number:04d}.json", json_lines(records))
+    if first_mtime is None:
+        first_mtime = time.time() - first_number - len(batches) - 60
+    for number, records in enumerate(batches, start=first_number):
+        text = "".join(
+            record + "\n" if isinstance(record, str) else json_lines([record]) for record in records
+        )
+        path = write_atomically(folder, f"{name}-{number:04d}.json", text)
         os.utime(path, (first_mtime + number, first_mtime + number))
     return folder
 

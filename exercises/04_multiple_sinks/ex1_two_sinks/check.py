@@ -1,5 +1,3 @@
-import json
-import os
 import time
 from pathlib import Path
 from urllib.parse import urlparse
@@ -9,12 +7,12 @@ from pyspark.sql.streaming import StreamingQuery
 
 from common import parsing, paths
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
-from infra.files import write_atomically
 from practice.observe import Batch, Observation, sort_rows, trigger_of
 from practice.scenarios import at, shop_event
 from practice.sinks import reimported
 from practice.spec import Exercise, Mistake, Scenario
 from practice.writes import WriteCounter, counting_writes
+from teaching.microbatch import write_batches
 
 COLUMNS = ["folder", "partition / reason", "event_id / line"]
 TRIGGER = {"availableNow": True}
@@ -23,16 +21,6 @@ TRIGGER = {"availableNow": True}
 def line(text: str) -> str:
     """A line of a scenario's file that is no JSON record: kept as it is."""
     return text
-
-
-def write_file(folder: Path, number: int, records: list, first_mtime: float) -> None:
-    """Batch ``number`` of a scenario as one file: a dict as a JSON line, a str as it is. Each
-    file gets its own mtime, one second apart, so the file source reads them in order."""
-    text = "".join(
-        (record if isinstance(record, str) else json.dumps(record)) + "\n" for record in records
-    )
-    path = write_atomically(folder, f"batch-{number:04d}.json", text)
-    os.utime(path, (first_mtime + number, first_mtime + number))
 
 
 def read_lines(spark, folder: Path, files_per_trigger: int = 1):
@@ -174,7 +162,9 @@ def run_and_restart(spark, exercise, module, scenario, workdir: Path) -> Observa
         (True, [len(batches) - 1], 2),
     ):
         for number in files:
-            write_file(workdir / "input", number, batches[number], first_mtime)
+            write_batches(
+                workdir / "input", [batches[number]], first_number=number, first_mtime=first_mtime
+            )
         lines = read_lines(spark, workdir / "input", per_trigger)
         if restart:
             run_ids, run_stopped, crashed = restart_with_a_crash(spark, module, lines, workdir)

@@ -1,14 +1,13 @@
-import os
 import threading
 import time
 
 from common import paths
 from common.schemas import TRANSACTION_SCHEMA
-from infra.files import json_lines, write_atomically
 from practice import catalog
 from practice.observe import Batch, Observation, plain, sort_rows
 from practice.scenarios import transaction
 from practice.spec import Exercise, Mistake, Scenario
+from teaching.microbatch import write_batches
 
 RUNS_FACT = "micro-batches in each run"
 
@@ -19,18 +18,6 @@ def payments(file_number: int, count: int) -> list[dict]:
         transaction(f"F{file_number}-{n}", f"U{n}", 10.0 * n, f"10:{file_number:02d}:{n:02d}")
         for n in range(1, count + 1)
     ]
-
-
-def write_files(folder, files: list, first_number: int, first_mtime: float) -> None:
-    """One JSON Lines file per list of records, numbered on from ``first_number``.
-
-    The file source takes new files oldest first, by modification time: each file gets its
-    own, one second apart, in the order written.
-    """
-    for offset, records in enumerate(files):
-        number = first_number + offset
-        path = write_atomically(folder, f"payments-{number:04d}.json", json_lines(records))
-        os.utime(path, (first_mtime + number, first_mtime + number))
 
 
 def run_two_backfills(spark, exercise, module, scenario, workdir) -> Observation:
@@ -57,7 +44,7 @@ def run_two_backfills(spark, exercise, module, scenario, workdir) -> Observation
     batches_per_run = []
     written = 0
     for files in scenario.batches.values():
-        write_files(folder, files, written, first_mtime)
+        write_batches(folder, files, first_number=written, first_mtime=first_mtime, name="payments")
         written += len(files)
         before = len(received)
         payments_df = query_module.read_payments(spark, folder)

@@ -18,18 +18,17 @@ up in a table.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import time
 from pathlib import Path
 
 from common import paths
-from infra.files import json_lines, write_atomically
 from practice import catalog
 from practice.observe import Batch, Observation, plain, sort_rows
 from practice.scenarios import at
 from practice.spec import Exercise, Mistake, Scenario
+from teaching.microbatch import write_batches
 
 PRISTINE = catalog.load_module(
     catalog.EXERCISES_DIR / "16_fault_tolerance" / "ex2_changed_query" / catalog.STUB, "pristine"
@@ -52,15 +51,6 @@ def payments(files: list) -> list:
         ]
         for records in files
     ]
-
-
-def write_files(folder: Path, files: list, first_number: int) -> None:
-    """One JSON Lines file per list of records, numbered on from ``first_number``; each a
-    second newer than the one before, so the file source reads them in this order."""
-    oldest = time.time() - 600
-    for number, records in enumerate(files, start=first_number):
-        path = write_atomically(folder, f"payments-{number:02d}.json", json_lines(records))
-        os.utime(path, (oldest + number, oldest + number))
 
 
 def error_class(error: BaseException) -> str:
@@ -180,14 +170,16 @@ def observe_changes(spark, exercise, scenario, workdir: Path) -> Observation:
     if workdir.exists():
         paths.remove_tree(workdir, allow_outside=True)
     folder, restart, saved = workdir / "input", workdir / "restart", workdir / "first-run"
-    write_files(folder, before, 0)
+    # One clock for every file: the files after are newer than the files before.
+    oldest = time.time() - 600
+    write_batches(folder, before, first_number=0, first_mtime=oldest, name="payments")
     error, _ = run_change(
         spark, query_module.start_counts, folder, restart / "output", restart / "checkpoint"
     )
     if error:
         raise RuntimeError(f"start_counts failed on the files before: {error}")
     shutil.copytree(restart, saved)
-    write_files(folder, after, len(before))
+    write_batches(folder, after, first_number=len(before), first_mtime=oldest, name="payments")
     outcomes, found = {}, {}
     for change in query_module.CHANGES:
         # Each restart starts from the checkpoint and folder the first run left, at their own
@@ -201,9 +193,11 @@ def observe_changes(spark, exercise, scenario, workdir: Path) -> Observation:
             outcomes[change.__name__] = error
             continue
         fresh = workdir / "fresh" / change.__name__
-        write_files(fresh / "input", before, 0)
+        write_batches(fresh / "input", before, first_number=0, first_mtime=oldest, name="payments")
         fresh_start(spark, change, fresh)
-        write_files(fresh / "input", after, len(before))
+        write_batches(
+            fresh / "input", after, first_number=len(before), first_mtime=oldest, name="payments"
+        )
         found[change.__name__] = differences(restarted, fresh_start(spark, change, fresh))
         outcomes[change.__name__] = DIFFERS if found[change.__name__] else RESUMES
     return Observation(

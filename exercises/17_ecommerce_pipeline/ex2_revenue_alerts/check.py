@@ -8,7 +8,6 @@ same query id in both runs), each has a checkpoint of its own (ids of their own)
 by itself once it had read its input, and the alerts query's source is the revenue table.
 """
 
-import os
 import threading
 import time
 from pathlib import Path
@@ -18,10 +17,10 @@ from pyspark.sql.streaming import StreamingQuery
 
 from common import paths
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
-from infra.files import json_lines, write_atomically
 from practice.observe import Batch, Observation, plain, sort_rows, trigger_of
 from practice.scenarios import shop_event
 from practice.spec import Exercise, Mistake, Scenario
+from teaching.microbatch import write_batches
 
 COLUMNS = ["table", "window_start", "window_end", "category", "purchases", "revenue"]
 TABLE_COLUMNS = COLUMNS[1:]  # what both tables hold, in this order
@@ -47,15 +46,6 @@ def purchase(event_id: str, time_of_day: str, category: str, price: float, units
 
 def view(event_id: str, time_of_day: str, category: str, price: float) -> dict:
     return shop_event(event_id, "U-2", "view", time_of_day, category=category, price=price)
-
-
-def write_file(folder: Path, number: int, records: list, first_mtime: float, scrambled: bool):
-    """File ``number`` of a scenario, one JSON line per record (reversed when scrambled), with
-    its own mtime, one second after the one before: the file source reads them in order."""
-    if scrambled:
-        records = list(reversed(records))
-    path = write_atomically(folder, f"file-{number:04d}.json", json_lines(records))
-    os.utime(path, (first_mtime + number, first_mtime + number))
 
 
 def read_events(spark, folder: Path, files_per_trigger: int):
@@ -200,8 +190,13 @@ def run_twice(spark, exercise, module, scenario, workdir: Path) -> Observation:
     alert_columns = []
     for numbers, per_trigger in ((range(split), 1), (range(split, len(files)), RESTART_FILES)):
         for number in numbers:
-            write_file(
-                workdir / "input", number, files[number], first_mtime, scenario.reads_scrambled
+            records = files[number][::-1] if scenario.reads_scrambled else files[number]
+            write_batches(
+                workdir / "input",
+                [records],
+                first_number=number,
+                first_mtime=first_mtime,
+                name="file",
             )
         events = read_events(spark, workdir / "input", per_trigger)
         queries = call_run_pipeline(spark, module, events, workdir)
@@ -291,12 +286,10 @@ EXERCISE = Exercise(
         "`start_events`: a Delta append sink with its checkpoint; lesson 17, "
         "`start_revenue_drops`: the revenue windows in append mode, a row once the watermark "
         "closes its window.",
-        "lesson 17, `start_queries`: a checkpoint folder per query under one root. Here: "
-        "build_category_revenue(events) into revenue_table (Delta, append, availableNow, "
-        "checkpoints / 'revenue'), then wait until it has stopped (awaitTermination); then "
-        "revenue_table read as a stream, through build_revenue_alerts (revenue of at least "
-        "REVENUE_TARGET), into alerts_table (checkpoints / 'alerts'); wait again; return both "
-        "queries.",
+        "lesson 17, `start_queries` gives each query a checkpoint folder of its own under one "
+        "root. An availableNow query reads what is there when it starts and then stops: "
+        "QUICK_REFERENCE (Triggers) and lesson 14 (awaitTermination) show how to wait for that "
+        "stop before the next query, which reads the first one's table, starts.",
     ],
     scenarios=[
         # Run 1 (two files): the window 10:30 closes with Books at exactly 500.0 (250.0 x 2: an
