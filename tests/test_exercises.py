@@ -53,10 +53,11 @@ def one_shuffle_partition(request):
 @pytest.fixture(autouse=True)
 def kafka_for_the_check(request):
     """A check that runs its queries on Kafka (Exercise.kafka: 13.2, real-time mode) gets the test
-    run's broker, through KAFKA_BOOTSTRAP_SERVERS, never the learner's."""
+    run's broker, through KAFKA_BOOTSTRAP_SERVERS, never the learner's; a test that runs no
+    Spark (reads the exercise's files only) starts no broker."""
     callspec = getattr(request.node, "callspec", None)
     exercise = callspec.params.get("exercise") if callspec else None
-    if getattr(exercise, "kafka", False):
+    if getattr(exercise, "kafka", False) and "spark" in request.fixturenames:
         request.getfixturevalue("kafka_bootstrap")
 
 

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 from pathlib import Path
 
 from common.paths import RUNTIME_DIR
 
 WORK_DIR = RUNTIME_DIR / "exercises"  # each check's input files and checkpoints
+
+# The Kafka broker the checks write to, found or started once per process (exercise_kafka).
+_KAFKA = contextlib.ExitStack()
+atexit.register(_KAFKA.close)
+_bootstrap: str | None = None
 
 
 def exercise_session():
@@ -32,6 +39,23 @@ def exercise_session():
         ui=False,
         extra_conf={"spark.sql.shuffle.partitions": "1"},
     )
+
+
+def exercise_kafka() -> str:
+    """The bootstrap servers of the broker the Kafka exercises' checks use (08.2, 13.2), kept
+    like the session: found or started once (kafka_for_lesson: KAFKA_BOOTSTRAP_SERVERS, a broker
+    already running, or the course's own), then shared by every scenario of a check and every
+    save in watch mode. A broker started here stops when the process ends (2.5 s to start and
+    stop on 2 cores, once instead of once per scenario); one that stopped meanwhile is looked
+    for again."""
+    from infra.kafka import answers
+    from infra.kafka_broker import kafka_for_lesson
+
+    global _bootstrap
+    if _bootstrap is None or not answers(_bootstrap):
+        _KAFKA.close()
+        _bootstrap = _KAFKA.enter_context(kafka_for_lesson(quiet=True))
+    return _bootstrap
 
 
 def workdir_for(exercise_id: str, root: Path = WORK_DIR) -> Path:

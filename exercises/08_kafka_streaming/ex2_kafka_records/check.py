@@ -7,10 +7,10 @@ topic's end offsets. Then it reads the topic back with Spark's Kafka source (inc
 gives each record to the batch whose offsets hold it, and deletes the topic. A row is
 (partition, key, value, headers), bytes shown as UTF-8 text ('0x...' when they are not).
 
-Where the broker is: kafka_for_lesson (KAFKA_BOOTSTRAP_SERVERS, a broker already running, or the
-course's own, started for the check and stopped after it). Where Spark is: the session the check
-is given, which has the Kafka connector (practice.session.exercise_session, and the test
-suite's).
+Where the broker is: practice.session.exercise_kafka (KAFKA_BOOTSTRAP_SERVERS, a broker already
+running, or the course's own, started once and stopped when the process ends). Where Spark is: the
+session the check is given, which has the Kafka connector (practice.session.exercise_session, and
+the test suite's).
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from common import paths
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 from infra.files import json_lines, write_atomically
 from infra.kafka import delete_topics, end_offsets, ensure_topics, security_options
-from infra.kafka_broker import kafka_for_lesson
 from practice.observe import Batch, Observation, sort_rows
 from practice.scenarios import at
+from practice.session import exercise_kafka
 from practice.spec import Exercise, Mistake, Scenario
 from teaching.microbatch import stream_batches
 
@@ -138,8 +138,7 @@ def run(spark, exercise, module, scenario, workdir: Path) -> Observation:
     if workdir.exists():
         paths.remove_tree(workdir, allow_outside=True)
     records = build_records(spark, module, workdir / "input" / "events")
-    with kafka_for_lesson(quiet=True) as bootstrap:
-        return write_and_read_back(spark, records, scenario, workdir, bootstrap)
+    return write_and_read_back(spark, records, scenario, workdir, exercise_kafka())
 
 
 # --- What the check recognises -------------------------------------------------------------
@@ -214,10 +213,10 @@ EXERCISE = Exercise(
         "F.to_json(F.struct(*columns)). The headers column's type is in lesson 08's docstring "
         "(What you'll learn, writing to Kafka) and in QUICK_REFERENCE (Sinks, Kafka): "
         "array<struct<key: string, value: binary>>.",
-        "headers = F.array(F.struct(F.lit('event-type').alias('key'), "
-        "F.col('event_type').cast('binary').alias('value')), F.struct(...the same for "
-        "'schema-version' and F.lit(SCHEMA_VERSION)...)); value = F.to_json(F.struct(*events."
-        "columns), {'ignoreNullFields': 'false'}); select the key, the value and headers.",
+        "QUICK_REFERENCE (Sinks, Kafka) builds a headers column with one pair: F.struct of a "
+        "name (a literal, aliased key) and a value cast to binary (aliased value), inside "
+        "F.array; a record here carries two pairs. The same row names the to_json option that "
+        "keeps a null field in the JSON.",
     ],
     scenarios=[
         # Zoë is not ASCII (her key is 4 bytes); E3 has no category and E5, a view of no

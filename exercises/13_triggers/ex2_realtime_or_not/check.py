@@ -7,9 +7,10 @@ start"; a result on the output topic while the query is active is "runs"; the qu
 an exception before any result is "fails once running". Nothing is looked up in a table: a Spark
 version that accepts more changes the answer.
 
-Where the broker is: kafka_for_lesson (KAFKA_BOOTSTRAP_SERVERS, a broker already running, or the
-course's own, started for the check). Where Spark is: the session the check is given, which has
-the Kafka connector (practice.session.exercise_session, and the test suite's).
+Where the broker is: practice.session.exercise_kafka (KAFKA_BOOTSTRAP_SERVERS, a broker already
+running, or the course's own, started once and stopped when the process ends). Where Spark is: the
+session the check is given, which has the Kafka connector (practice.session.exercise_session, and
+the test suite's).
 """
 
 from __future__ import annotations
@@ -23,11 +24,11 @@ from types import SimpleNamespace
 
 from common import paths
 from infra.kafka import client_options, delete_topics, end_offsets, ensure_topics
-from infra.kafka_broker import kafka_for_lesson
 from infra.runner import wait_until
 from practice import catalog
 from practice.checking import is_spark_error
 from practice.observe import Batch, Observation
+from practice.session import exercise_kafka
 from practice.spec import Exercise, Mistake, Scenario
 
 OUTCOMES = "what each query does"
@@ -140,8 +141,7 @@ def run_queries(spark, exercise, module, scenario, workdir: Path) -> Observation
 def observe_queries(spark, exercise, scenario, workdir: Path) -> Observation:
     """run_queries' work, done once per session."""
     query_module = catalog.load_module(catalog.pristine(exercise), "pristine")
-    with kafka_for_lesson(quiet=True) as bootstrap:
-        outcomes = outcomes_of(spark, query_module, bootstrap, scenario.batches[0], workdir)
+    outcomes = outcomes_of(spark, query_module, exercise_kafka(), scenario.batches[0], workdir)
     rows = sorted((name, outcome) for name, (outcome, _) in outcomes.items())
     return Observation(
         ["query", "outcome"],
