@@ -414,6 +414,36 @@ def test_hint_levels_ask_then_point_at_the_lesson(exercise):
             assert name in names_in_lesson(number), f"lesson {number} has no {name}"
 
 
+def without_spaces(code: str) -> str:
+    """Code compared as text: no whitespace, one kind of quote."""
+    return re.sub(r"\s+", "", code).replace('"', "'")
+
+
+SHOWN_ELSEWHERE = without_spaces(
+    "".join(path.read_text() for path in (ROOT / "streaming_tutorial").glob("*.py"))
+    + (ROOT / "QUICK_REFERENCE.md").read_text()
+)
+BUILDS = [exercise for exercise in EXERCISES if exercise.kind != "predict"]
+
+
+@pytest.mark.parametrize("exercise", BUILDS, ids=[exercise.id for exercise in BUILDS])
+def test_a_hint_points_at_code_it_does_not_dictate_the_answer(exercise):
+    """Levels 2-3 may quote a line the learner can see already (a lesson, QUICK_REFERENCE, the
+    stub), never an expression of the reference solution found nowhere else: that would be the
+    answer, dictated."""
+    solution = catalog.solution(exercise).read_text()
+    seen = SHOWN_ELSEWHERE + without_spaces(catalog.pristine(exercise).read_text())
+    answer_only = set()
+    for node in ast.walk(ast.parse(solution)):
+        if isinstance(node, (ast.Call, ast.Compare, ast.BinOp, ast.Subscript)):
+            code = without_spaces(ast.get_source_segment(solution, node) or "")
+            if len(code) >= 20 and code not in seen:  # shorter: a name, a literal
+                answer_only.add(code)
+    for level, hint in enumerate(exercise.hints[1:], start=2):
+        quoted = sorted(code for code in answer_only if code in without_spaces(hint))
+        assert not quoted, f"hint {level} dictates {quoted[-1]}"
+
+
 def tokens(text: str) -> set[str]:
     """The words and values of a text ('10:30:05', '10.25', 'AD-1'); a time of whole minutes
     also as 'HH:MM'."""

@@ -132,8 +132,9 @@ EXERCISE = Exercise(
         ),
         Mistake(
             "late_impression_kept",
-            "P0 (08:50) arrived in batch 2, which ran with the watermark 08:59: it is older, so "
-            "the join drops it as too late. It never comes out, not even with nulls.",
+            "P0 (08:50) arrived in batch 2, which ran with the watermark 08:59: its event time is "
+            "older than that, so the join drops it as too late, before it looks for a click. It "
+            "never comes out, not even with nulls.",
             when=thinks_late_impression_kept,
         ),
         Mistake(

@@ -159,10 +159,10 @@ EXERCISE = Exercise(
         "lesson 09, build_enriched_events: it selects the catalogue's columns, joins the stream "
         "(on the left) with them on product_id, 'left', then computes a column from the "
         "catalogue's side. Here, also rename the two prices before the join.",
-        "paid = events.select('event_id', 'product_id', 'quantity', "
-        "F.col('price').alias('paid_price')); catalogue = products.select('product_id', "
-        "'product_name', F.col('price').alias('list_price')); join them on 'product_id', "
-        "how='left_outer', then withColumn('discount', ...) and select the seven columns.",
+        "lesson 09, build_enriched_events selects from each side only the columns it needs "
+        "before the join, so that only the join key has the same name on both sides; an alias "
+        "in those selects gives each price its own name. The discount is then a column of the "
+        "joined rows.",
     ],
     scenarios=[
         # Batch 0: P001 bought below its list price; P999 is not in the catalogue and E4 has no

@@ -307,11 +307,10 @@ EXERCISE = Exercise(
         "lesson 14, `batch_line` turns a report into one line: report['name'], "
         "report['batchId'], report['numInputRows'], report['eventTime'].get('watermark'), and "
         "stateOperators summed over every operator.",
-        "report = json.loads(event.progress.json); return unless report['name'] == "
-        "self.query_name; watermark = report['eventTime'].get('watermark'), set to None when "
-        "it starts with '1970'; state_rows and dropped: sum(op[...] for op in "
-        "report['stateOperators']); INPUT_GREW when self.records and numInputRows > "
-        "self.records[-1].input_rows; then self.records.append(BatchFacts(...)).",
+        "lesson 14, `ProgressPrinter` keeps every query's events and `_shown` picks the ones "
+        "to print by the query's name: here keep only one query's. lesson 14, `format_line` "
+        "leaves out a watermark that starts with 1970 (none yet). Whether the input grew is a "
+        "comparison with the record kept before this one.",
     ],
     scenarios=[
         # Batch 0 has no watermark yet (Spark reports the epoch). Batch 1 reads more rows than

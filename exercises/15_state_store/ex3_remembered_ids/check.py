@@ -176,10 +176,10 @@ EXERCISE = Exercise(
         "prints them) and spark.read.format('statestore'); lesson 15, `read_counts` adds "
         ".option('batchId', ...); lesson 15, `read_other_lessons_state` picks one store of "
         "several with an option (joinSide).",
-        "The deduplication's row in state-metadata has operatorName 'dedupeWithinWatermark'; "
-        "pass its operatorId to statestore with .option('operatorId', ...), and batchId when "
-        "batch_id is not None. Its rows are key.reading_id and value.expiresAtMicros "
-        "(microseconds since the epoch): F.timestamp_micros(...) makes that a timestamp.",
+        "QUICK_REFERENCE (Read state back) says which option picks one of several stateful "
+        "operators, where its number comes from, and what a dropDuplicatesWithinWatermark "
+        "keeps as its value; lesson 15, `read_session_state` turns the timers' milliseconds "
+        "into a timestamp, and microseconds have a function of their own.",
     ],
     scenarios=[
         # The deduplication is the query's second stateful operator (the count is operator 0).

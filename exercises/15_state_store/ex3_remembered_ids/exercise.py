@@ -28,7 +28,7 @@ first query.
 
 Input: the checkpoint folder of a query on sensor readings (common.schemas.SENSOR_SCHEMA).
 
-The check takes about 5 seconds (measured on 2 cores).
+The check takes about 10 seconds (measured on 2 cores).
 
 Check it:  python course.py exercises check 15.3
 Stuck?     python course.py exercises hint 15.3
