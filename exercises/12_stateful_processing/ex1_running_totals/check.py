@@ -4,23 +4,16 @@ from common.schemas import ECOMMERCE_EVENT_SCHEMA
 from practice.scenarios import shop_event
 from practice.spec import Exercise, Mistake, Scenario
 
-# The check's own copies of the exercise's settings: the learner writes the function only.
-WATERMARK_DELAY = "10 seconds"
-OUTPUT_SCHEMA = (
-    "user_id STRING, status STRING, events LONG, total_spent DOUBLE, last_seen TIMESTAMP"
-)
-STATE_SCHEMA = "events LONG, total_spent DOUBLE, last_seen_ms LONG"
 
-
-def build_running_totals(events, update_user_totals):
-    """Lesson 12's wiring, with the learner's function."""
+def build_running_totals(events, module):
+    """Lesson 12's wiring, with the learner's function and the settings of their file."""
     return (
-        events.withWatermark("timestamp", WATERMARK_DELAY)
+        events.withWatermark("timestamp", module.WATERMARK_DELAY)
         .groupBy("user_id")
         .applyInPandasWithState(
-            update_user_totals,
-            OUTPUT_SCHEMA,
-            STATE_SCHEMA,
+            module.update_user_totals,
+            module.OUTPUT_SCHEMA,
+            module.STATE_SCHEMA,
             "update",
             GroupStateTimeout.EventTimeTimeout,
         )
@@ -32,7 +25,7 @@ def learner_query(module):
     reports its errors at the learner's line)."""
 
     def build(events):
-        return build_running_totals(events, module.update_user_totals)
+        return build_running_totals(events, module)
 
     return build
 

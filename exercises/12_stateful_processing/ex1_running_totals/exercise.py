@@ -10,7 +10,7 @@ GroupState. It yields one row per call:
     user is forgotten: a later event of theirs would start again from zero.
 Mind lesson 12's rule for the timeouts you set.
 
-The check calls your function the way lesson 12 does:
+The check calls your function the way lesson 12 does, with the settings of this file:
 
     events.withWatermark("timestamp", WATERMARK_DELAY)
     .groupBy("user_id")

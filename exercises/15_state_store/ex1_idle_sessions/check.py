@@ -2,9 +2,6 @@ from common.schemas import ECOMMERCE_EVENT_SCHEMA
 from practice.scenarios import shop_event
 from practice.spec import Exercise, Mistake, Scenario
 
-# The check's own copies of the exercise's settings: the learner writes the processor only.
-WATERMARK_DELAY = "5 seconds"
-OUTPUT_SCHEMA = "user_id STRING, events INT, first_seen TIMESTAMP, last_seen TIMESTAMP"
 # transformWithState runs on the RocksDB state store only (lesson 15): set for the check's runs.
 ROCKSDB = {
     "spark.sql.streaming.stateStore.providerClass": (
@@ -13,12 +10,12 @@ ROCKSDB = {
 }
 
 
-def build_closed_sessions(events, processor):
-    """Lesson 15's wiring, with the learner's processor."""
+def build_closed_sessions(events, module):
+    """Lesson 15's wiring, with the learner's processor and the settings of their file."""
     return (
-        events.withWatermark("timestamp", WATERMARK_DELAY)
+        events.withWatermark("timestamp", module.WATERMARK_DELAY)
         .groupBy("user_id")
-        .transformWithState(processor, OUTPUT_SCHEMA, "Update", "EventTime")
+        .transformWithState(module.SessionCloser(), module.OUTPUT_SCHEMA, "Update", "EventTime")
     )
 
 
@@ -26,7 +23,7 @@ def learner_query(module):
     """Lesson 15's wiring around the learner's processor."""
 
     def build(events):
-        return build_closed_sessions(events, module.SessionCloser())
+        return build_closed_sessions(events, module)
 
     return build
 

@@ -11,7 +11,8 @@ with an event-time timer. Rows bring timezone-aware datetimes in the session tim
 always UTC: the check sets another in one scenario), the state gives back naive ones in the
 process's local zone (UTC in the course): compare them with in_utc, as lesson 15 does.
 
-The check runs your processor the way lesson 15 does, on the RocksDB state store:
+The check runs your processor the way lesson 15 does, on the RocksDB state store, with the
+settings of this file:
 
     events.withWatermark("timestamp", WATERMARK_DELAY)
     .groupBy("user_id")
