@@ -5,10 +5,12 @@ Run (from the project root, after the README's set-up; under 3 minutes with --qu
   python -m benchmarks --quick         # smaller sizes, the same figures
   python -m benchmarks --only stateful,producer
   python -m benchmarks --tiny --output FOLDER        # the smoke test's size: every key, no meaning
+  python -m benchmarks --publish      # a full run, then its two plots copied into docs/
 
 It prints progress lines while it runs and a table at the end, and writes
-``output/benchmarks/results.json`` (a flat object: the date, the machine, every figure) and,
-unless --output is given, the two plots of docs/PERFORMANCE.md into docs/. Kafka: the
+``output/benchmarks/results.json`` (a flat object: the date, the machine, every figure) and
+the two plots of docs/PERFORMANCE.md beside it. A run never changes a tracked file: publishing
+a full run's plots into docs/ is a step of its own, ``--publish``. Kafka: the
 cluster in KAFKA_BOOTSTRAP_SERVERS, else the course's broker (started for the run if none
 is running); the benchmark's topics all start with ``bench-``.
 """
@@ -139,9 +141,19 @@ def parse_args(argv: list[str] | None):
         "--output",
         type=Path,
         default=None,
-        help="folder for results.json and the plots (default: output/benchmarks, plots into docs/)",
+        help="folder for results.json and the plots (default: output/benchmarks)",
+    )
+    parser.add_argument(
+        "--publish",
+        action="store_true",
+        help="copy the plots into docs/ after a full run (the figures docs/PERFORMANCE.md shows)",
     )
     args = parser.parse_args(argv)
+    if args.publish and (args.quick or args.tiny or args.only):
+        parser.error(
+            "--publish copies a full run's plots into docs/: run it without --quick, --tiny "
+            "and --only (the plots of a shorter run stay in the output folder)"
+        )
     chosen = [name.strip() for name in args.only.split(",") if name.strip()] or list(BENCHMARKS)
     unknown = sorted(set(chosen) - set(BENCHMARKS))
     if unknown:
@@ -175,7 +187,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     size, chosen = args.size, args.chosen
     output = args.output or paths.OUTPUT_DIR / "benchmarks"
-    plots_dir = output if args.output else paths.PROJECT_ROOT / "docs"
     workdir = output / "work"
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
@@ -209,7 +220,11 @@ def main(argv: list[str] | None = None) -> int:
             f"{size.name} run, {results.info['machine']['cores']} cores, "
             f"{time.strftime('%Y-%m-%d')}"
         )
-        plots.draw(results.figures, plots_dir, note)
+        drawn = plots.draw(results.figures, output, note)
+        if args.publish:
+            for plot in drawn:
+                shutil.copy2(plot, paths.PROJECT_ROOT / "docs" / plot.name)
+            print(f"published {', '.join(plot.name for plot in drawn)} into docs/")
     print(table(results.figures, TARGETS, SHOWN))
     print(f"\n{len(results.figures)} figures in {written} ({results.info['seconds']} s)")
     return 0

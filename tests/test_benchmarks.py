@@ -133,8 +133,18 @@ def test_the_plots_read_their_points_from_the_figures():
 
 @pytest.mark.kafka
 @pytest.mark.smoke
+def published_plots() -> dict:
+    docs = os.path.join(ROOT, "docs")
+    return {
+        name: open(os.path.join(docs, name), "rb").read()
+        for name in sorted(os.listdir(docs))
+        if name.endswith(".png")
+    }
+
+
 def test_a_tiny_run_writes_every_key_as_a_number(kafka_bootstrap, course_home, tmp_path):
     output = tmp_path / "bench"
+    published = published_plots()
     result = subprocess.run(
         [sys.executable, "-m", "benchmarks", "--tiny", "--output", str(output)],
         cwd=ROOT,
@@ -165,10 +175,22 @@ def test_a_tiny_run_writes_every_key_as_a_number(kafka_bootstrap, course_home, t
         "state_store_size.png",
         "stateful_partitions.png",
     ]
+    assert published_plots() == published, "a run changed the plots in docs/"
     assert not (output / "work").exists(), "the scratch folder is removed"
     assert not (course_home / "checkpoints").exists() or not any(
         (course_home / "checkpoints").iterdir()
     )
+
+
+def test_only_a_full_run_publishes_its_plots(capsys):
+    from benchmarks.__main__ import parse_args
+
+    assert parse_args(["--publish"]).publish
+    assert not parse_args(["--quick"]).publish
+    for shorter in (["--quick"], ["--tiny"], ["--only", "stateful,state_stores"]):
+        with pytest.raises(SystemExit):
+            parse_args(["--publish", *shorter])
+        assert "--publish copies a full run's plots" in capsys.readouterr().err
 
 
 @pytest.mark.smoke
