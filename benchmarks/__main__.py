@@ -1,6 +1,6 @@
 """One command that measures the course's defaults against Spark's and against the machine's floor.
 
-Run (from the project root, after the README's set-up; under 3 minutes with --quick)
+Run (from the project root, after the README's set-up; about 3½ minutes on 2 cores with --quick)
   python -m benchmarks                 # the full run, about 10-15 minutes on 2 cores
   python -m benchmarks --quick         # smaller sizes, the same figures
   python -m benchmarks --only stateful,producer
@@ -128,7 +128,9 @@ def parse_args(argv: list[str] | None):
         prog="python -m benchmarks", description=__doc__.splitlines()[0]
     )
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--quick", action="store_true", help="smaller sizes, under 3 minutes")
+    group.add_argument(
+        "--quick", action="store_true", help="smaller sizes, about 3½ minutes on 2 cores"
+    )
     group.add_argument(
         "--tiny",
         action="store_true",
