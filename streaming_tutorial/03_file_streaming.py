@@ -64,7 +64,7 @@ from pyspark.sql.types import StringType, StructField, StructType, VariantType
 
 from common import paths
 from common.schemas import TRANSACTION_SCHEMA
-from infra import cli, simulators
+from infra import checkpoints, cli, simulators
 from infra.runner import (
     banner,
     checkpoint_root,
@@ -74,7 +74,7 @@ from infra.runner import (
     run_queries,
     say,
 )
-from teaching import checkpoints, demos, narration
+from teaching import demos, narration
 
 LESSON = "03_file_streaming"
 MAX_FILES_PER_TRIGGER = 1  # one file per micro-batch, so each batch is easy to follow

@@ -77,7 +77,7 @@ from common import config, database, parsing, paths
 from common.batch_ids import query_id
 from common.sales import build_category_sales
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
-from infra import cli, files, kafka, kafka_broker, simulators
+from infra import checkpoints, cli, files, kafka, kafka_broker, simulators
 from infra.runner import (
     banner,
     checkpoint_root,
@@ -88,7 +88,7 @@ from infra.runner import (
     run_queries,
     say,
 )
-from teaching import checkpoints, narration
+from teaching import narration
 
 LESSON = "10_foreach_batch"
 # An upper bound: the lesson stops once the simulator is done and its files are read.

@@ -71,13 +71,14 @@ from common import paths
 from common.parsing import parse_json, quarantine_summary, quarantined, valid_records
 from common.schemas import CLICK_SCHEMA, IMPRESSION_SCHEMA, SENSOR_SCHEMA
 from common.schemas import ECOMMERCE_EVENT_SCHEMA as EVENTS
-from infra import cli
+from infra import checkpoints, cli
+from infra.checkpoints import state_files
 from infra.runner import banner, checkpoint_root, lesson_session, run_lesson, run_queries, say
 from infra.simulators import file_input_for_lesson
-from teaching import checkpoints, lateness
+from teaching import lateness
 from teaching.demos import Output, replay, show_refusal
 from teaching.microbatch import stream_batches, write_batches
-from teaching.state_reader import print_states, state_files
+from teaching.state_reader import print_states
 
 LESSON = "15_state_store"
 # An upper bound: the live part stops once the simulator is done and its files are read.

@@ -78,7 +78,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from common import config, paths
 from common.batch_ids import query_id
-from infra import cli
+from infra import checkpoints, cli
 from infra.runner import (
     banner,
     checkpoint_root,
@@ -88,7 +88,7 @@ from infra.runner import (
     run_lesson,
     say,
 )
-from teaching import checkpoints, demos, inspect_checkpoint, narration
+from teaching import demos, inspect_checkpoint, narration
 
 LESSON = "16_fault_tolerance"
 SCHEMA = "record_id STRING, user_id STRING, amount DOUBLE, event_time TIMESTAMP"

@@ -48,11 +48,10 @@ from pyspark.sql import functions as F
 
 from common import paths, storage
 from common.timestamps import iso
-from infra import files, runner
+from infra import checkpoints, files, runner
 from infra.errors import CourseError
 from infra.processes import group_members
 from infra.runner import stop_between_batches
-from teaching import checkpoints
 from teaching.demos import show_refusal
 
 # "[label@]point:batch", comma-separated: where the child stops and waits

@@ -41,10 +41,10 @@ from typing import Callable, Sequence
 
 from common import paths
 from common.session import DRIVER_JAVA_OPTIONS
+from infra import checkpoints
 from infra.errors import CourseError
 from infra.processes import PROC, group_members, group_stats
 from infra.simulators import free_port
-from teaching import checkpoints
 
 PIPELINES_DIR = paths.LESSONS_DIR / "pipelines"
 SPEC_NAME = "spark-pipeline.yml"
@@ -174,7 +174,7 @@ def prepare(pipeline: Pipeline) -> None:
 def files_read(pipeline: Pipeline, table: str) -> set[str]:
     """The input files a streaming table's checkpoint (under the spec's storage) says it read."""
     read: set[str] = set()
-    for checkpoint in checkpoints.query_checkpoints(pipeline.storage / "_checkpoints"):
+    for checkpoint in checkpoints.find(pipeline.storage / "_checkpoints"):
         if table in checkpoint.parts:
             read |= checkpoints.source_files(checkpoint)
     return read

@@ -127,9 +127,10 @@ def lesson_checkpoints_inspected(request):
         return
     if "lessons" not in request.node.path.parts:
         return  # elsewhere, a course home may hold a checkpoint damaged on purpose
+    from infra import checkpoints
     from teaching import inspect_checkpoint
 
-    for checkpoint in inspect_checkpoint.find_checkpoints(home):
+    for checkpoint in checkpoints.find(home):
         lines = inspect_checkpoint.report(checkpoint, state=False).splitlines()
         query_id = json.loads((checkpoint / "metadata").read_text())["id"]
         assert f"  query id        {query_id}" in lines, lines

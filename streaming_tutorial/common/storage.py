@@ -4,7 +4,8 @@ Spark reaches every Hadoop URI; this Python process reaches only its own disk. S
 remote storage root (see common/paths.py) the steps that Python does on local folders say
 what they cannot do instead of failing obscurely: ``--reset`` deletes through Hadoop's
 FileSystem in the driver's JVM (or names the command to run), the checkpoint description
-says it was not inspected, and a lesson whose input Python would write refuses with advice.
+says it was not inspected (infra.checkpoints.describe), and a lesson whose input Python would
+write refuses with advice.
 """
 
 from __future__ import annotations
@@ -35,14 +36,6 @@ def delete_advice(address: str, error: BaseException) -> str:
         f"--reset could not delete {address} through Spark ({reason}). Delete it yourself, e.g. "
         f"'hdfs dfs -rm -r -f {address}' (or your object store's own tool), then run the lesson "
         "again without --reset."
-    )
-
-
-def describe_remote(root: Path) -> str:
-    """The checkpoint line of a lesson whose checkpoints Python cannot read."""
-    return (
-        f"Checkpoints in {paths.uri(root)} (remote storage, not inspected from Python): a query "
-        "resumes from its checkpoint there if it has one; --reset deletes them."
     )
 
 

@@ -40,16 +40,15 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import struct
 import textwrap
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from urllib.parse import unquote, urlparse
 
 from common import paths
+from infra import checkpoints
 
 # The kinds of damage (Damage.kind).
 UNREADABLE = "unreadable entry"  # a log entry cut short, empty, or not what Spark wrote
@@ -61,7 +60,6 @@ MOVED = "moved course folder"  # a file source's log names files in another cour
 
 # The newest log version Spark 4.2 reads, per log (its INVALID_LOG_VERSION messages say so).
 MAX_LOG_VERSION = {"offsets": 2, "commits": 3, "sources": 1, "initial": 1}
-VERSION_LINE = re.compile(r"v(\d+)")
 # Hadoop's .crc file: the magic "crc\0", the chunk size (int32, big-endian, 512), then one
 # CRC-32 (the zlib polynomial) per chunk of the file.
 CRC_MAGIC = b"crc\x00"
@@ -103,8 +101,8 @@ def diagnose(checkpoint: Path) -> list[Damage]:
     """Everything damaged in one query's checkpoint folder (empty when it is whole). Reads only."""
     checkpoint = Path(checkpoint)
     found: list[Damage] = []
-    offsets = entries(checkpoint / "offsets")
-    commits = entries(checkpoint / "commits")
+    offsets = checkpoints.entries(checkpoint / "offsets")
+    commits = checkpoints.entries(checkpoint / "commits")
     found += metadata_damage(checkpoint, has_batches=bool(offsets or commits))
     found += missing_folders(checkpoint, offsets, commits)
     newest = max(offsets) if offsets else None
@@ -116,9 +114,9 @@ def diagnose(checkpoint: Path) -> list[Damage]:
     for batch in commits:
         found += entry_damage(checkpoint, "commits", commits[batch], batch, newest, committed)
     source_lines = newest_source_lines(offsets)
-    for source in source_logs(checkpoint):
-        logged = entries(source)
-        if not is_file_source_log(source, source_lines):
+    for source in checkpoints.source_logs(checkpoint):
+        logged = checkpoints.entries(source)
+        if not checkpoints.is_file_source_log(source, source_lines):
             # A Kafka (or rate) source keeps only its starting offsets, in sources/<i>/0.
             for batch, file in logged.items():
                 found += entry_damage(checkpoint, "initial", file, batch, newest, committed)
@@ -135,57 +133,9 @@ def diagnose(checkpoint: Path) -> list[Damage]:
 def diagnose_all(root: Path) -> list[Damage]:
     """The damage in every query checkpoint under ``root`` (a lesson's checkpoint folder)."""
     found: list[Damage] = []
-    for checkpoint in query_folders(Path(root)):
+    for checkpoint in checkpoints.find(root):
         found += diagnose(checkpoint)
     return found
-
-
-def query_folders(root: Path) -> list[Path]:
-    """Every query checkpoint under ``root``: a folder with a ``metadata`` file or an ``offsets``,
-    ``commits`` or ``sources`` folder (so one with a part missing is found too). Sorted."""
-    if paths.is_remote(root) or not root.is_dir():
-        return []
-    found = []
-    for folder, subfolders, files in os.walk(root):
-        if "metadata" in files or {"offsets", "commits", "sources"} & set(subfolders):
-            found.append(Path(folder))
-            subfolders.clear()  # a query's own folders (state/, sources/) hold no other query
-    return sorted(found)
-
-
-def entries(log: Path) -> dict[int, Path]:
-    """A metadata log's entries by batch id: files named 0, 1, ... (a file source's log also has
-    N.compact files)."""
-    if not log.is_dir():
-        return {}
-    found = {}
-    for file in log.iterdir():
-        name = file.name.removesuffix(".compact")
-        if name.isdigit() and file.is_file():
-            found[int(name)] = file
-    return dict(sorted(found.items()))
-
-
-def source_logs(checkpoint: Path) -> list[Path]:
-    """The logs of the query's file sources: ``sources/0``, ``sources/1``, ..."""
-    folder = checkpoint / "sources"
-    if not folder.is_dir():
-        return []
-    return sorted(log for log in folder.iterdir() if log.is_dir() and log.name.isdigit())
-
-
-def is_file_source_log(log: Path, source_lines: list[str]) -> bool:
-    """Whether ``sources/<i>`` is a file source's log of files (else: a Kafka or rate source's
-    starting offsets). The offsets entries say it ({"logOffset": N} is a file source's); without
-    a readable one, the first byte does (Kafka's log starts with a NUL byte)."""
-    index = int(log.name)
-    if index < len(source_lines) and source_lines[index] != "-":
-        return is_file_source_offset(source_lines[index])
-    first = entries(log)
-    if not first:
-        return True
-    with open(next(iter(first.values())), "rb") as file:
-        return file.read(1) != b"\x00"
 
 
 def crc_file(file: Path) -> Path:
@@ -225,7 +175,7 @@ def content_problem(log: str, file: Path, previous: Path | None) -> str | None:
         lines = data.decode("utf-8").split("\n")
     except UnicodeDecodeError:
         return "it is not text"
-    if not VERSION_LINE.fullmatch(lines[0]):
+    if not checkpoints.VERSION_LINE.fullmatch(lines[0]):
         return "its first line is no log version (v1, v2...)"
     try:
         values = [json.loads(line) for line in lines[1:] if line != "-"]
@@ -248,12 +198,6 @@ def content_problem(log: str, file: Path, previous: Path | None) -> str | None:
     if log == "sources" and not all(isinstance(v, dict) and "path" in v for v in values):
         return "a line of it names no file"
     return None
-
-
-def log_version(file: Path) -> int | None:
-    first = file.read_bytes().removeprefix(b"\x00").split(b"\n", 1)[0]
-    match = VERSION_LINE.fullmatch(first.decode("utf-8", errors="replace"))
-    return int(match.group(1)) if match else None
 
 
 def crc_matches(file: Path) -> bool | None:
@@ -286,7 +230,7 @@ def entry_damage(
     problem = content_problem(log, file, previous if previous and previous.is_file() else None)
     name = relative(checkpoint, file)
     if problem is None:
-        version = log_version(file)
+        version = checkpoints.log_version(file)
         if version is not None and version > MAX_LOG_VERSION[log]:
             return [other_version(checkpoint, file, version, MAX_LOG_VERSION[log])]
         if crc_matches(file) is False:
@@ -371,10 +315,15 @@ def unreadable_fix(
 def replan_fix(checkpoint: Path, batch: int) -> tuple[str, bool]:
     """Batch ``batch`` was planned but never committed: remove what was written for it."""
     planned = [checkpoint / "offsets" / str(batch)]
-    planned += [log / str(batch) for log in source_logs(checkpoint) if entry_is_damaged(log, batch)]
+    planned += [
+        log / str(batch)
+        for log in checkpoints.source_logs(checkpoint)
+        if entry_is_damaged(log, batch)
+    ]
     planned = [file for file in planned if file.exists()]
     only_files = all(
-        is_file_source_offset(line) for line in previous_source_lines(checkpoint, batch)
+        checkpoints.file_source_offset(line) is not None
+        for line in previous_source_lines(checkpoint, batch)
     )
     remove = files_of(checkpoint, *planned)
     if only_files:
@@ -406,16 +355,7 @@ def previous_source_lines(checkpoint: Path, batch: int) -> list[str]:
     before = checkpoint / "offsets" / str(batch - 1)
     if not before.is_file() or content_problem("offsets", before, None) is not None:
         return ["unknown"]
-    return before.read_text(encoding="utf-8").split("\n")[2:]
-
-
-def is_file_source_offset(line: str) -> bool:
-    """A file source's offset is {"logOffset": N}; Kafka's, Delta's and others' are not."""
-    try:
-        value = json.loads(line)
-    except ValueError:
-        return False
-    return isinstance(value, dict) and set(value) == {"logOffset"}
+    return checkpoints.read_offsets(before).sources
 
 
 def other_version(checkpoint: Path, file: Path, version: int, supported: int) -> Damage:
@@ -448,13 +388,13 @@ def commit_without_offsets(checkpoint: Path, newest: int, committed: int) -> Dam
 
 def metadata_damage(checkpoint: Path, has_batches: bool) -> list[Damage]:
     """A missing or unreadable ``metadata`` (the query id) in a checkpoint that has batches."""
-    metadata = checkpoint / "metadata"
-    if metadata.is_file():
-        try:
-            query_id = json.loads(metadata.read_bytes())["id"]
-        except (ValueError, KeyError, TypeError):
-            query_id = None
-        if query_id is not None:
+    metadata = checkpoint / checkpoints.METADATA
+    try:
+        current = checkpoints.query_id(checkpoint)
+    except checkpoints.Unreadable:
+        what = "metadata, which holds the query id, is not what Spark wrote."
+    else:
+        if current is not None:
             if crc_matches(metadata) is False:
                 return [
                     Damage(
@@ -468,10 +408,8 @@ def metadata_damage(checkpoint: Path, has_batches: bool) -> list[Damage]:
                     )
                 ]
             return []
-        what = "metadata, which holds the query id, is not what Spark wrote."
-    elif not has_batches:
-        return []  # a query that never planned a batch: Spark writes metadata when it starts
-    else:
+        if not has_batches:
+            return []  # a query that never planned a batch: Spark writes metadata when it starts
         what = "metadata, which holds the query id, is missing while offsets/ has batches."
     known = recorded_id(checkpoint)
     crc_note = " and remove .metadata.crc" if crc_file(metadata).exists() else ""
@@ -500,7 +438,9 @@ def missing_folders(
     # rate source its starting offsets when it starts, a file source the files of batch 0 just
     # before offsets/0. A stop there leaves a healthy checkpoint: the next run plans batch 0
     # from that entry. Entries beyond 0 mean batches were planned, and offsets/ is gone.
-    planned_sources = [log for log in source_logs(checkpoint) if set(entries(log)) - {0}]
+    planned_sources = [
+        log for log in checkpoints.source_logs(checkpoint) if set(checkpoints.entries(log)) - {0}
+    ]
     if not offsets and (commits or planned_sources):
         found.append(
             Damage(
@@ -531,11 +471,11 @@ def missing_folders(
     file_sources = [
         index
         for index, line in enumerate(newest_source_lines(offsets))
-        if is_file_source_offset(line)
+        if checkpoints.file_source_offset(line) is not None
     ]
     for index in file_sources:
         log = checkpoint / "sources" / str(index)
-        if not entries(log):
+        if not checkpoints.entries(log):
             found.append(
                 Damage(
                     MISSING,
@@ -550,21 +490,11 @@ def missing_folders(
 
 
 def newest_source_lines(offsets: dict[int, Path]) -> list[str]:
-    """The source lines of the newest readable offsets entry."""
+    """The source lines of the newest offsets entry that :func:`content_problem` finds whole."""
     for batch in sorted(offsets, reverse=True):
         if content_problem("offsets", offsets[batch], None) is None:
-            return offsets[batch].read_text(encoding="utf-8").split("\n")[2:]
+            return checkpoints.read_offsets(offsets[batch]).sources
     return []
-
-
-def logged_paths(file: Path) -> list[PurePosixPath]:
-    """The files a file source's log entry names (local paths of its file: URIs)."""
-    names = []
-    for line in file.read_text(encoding="utf-8").split("\n")[1:]:
-        uri = urlparse(json.loads(line)["path"])
-        if uri.scheme in ("", "file"):
-            names.append(PurePosixPath(unquote(uri.path)))
-    return names
 
 
 def moved_damage(checkpoint: Path, log: Path) -> list[Damage]:
@@ -576,11 +506,18 @@ def moved_damage(checkpoint: Path, log: Path) -> list[Damage]:
     if paths.is_remote(checkpoint) or paths.CHECKPOINT_DIR not in Path(checkpoint).parents:
         return []
     readable = [
-        file for file in entries(log).values() if content_problem("sources", file, None) is None
+        file
+        for file in checkpoints.entries(log).values()
+        if content_problem("sources", file, None) is None
     ]
     if not readable:
         return []
-    for logged in logged_paths(readable[-1])[:1]:
+    try:
+        records = checkpoints.file_records(readable[-1])
+    except checkpoints.Unreadable:
+        return []
+    local = [checkpoints.local_path(record["path"]) for record in records]
+    for logged in [path for path in local if path is not None][:1]:
         parts = logged.parts
         if "data" not in parts:
             continue
@@ -631,12 +568,12 @@ def read_registry() -> dict[str, str]:
     return places if isinstance(places, dict) else {}
 
 
-def query_id(checkpoint: Path) -> str | None:
+def readable_id(checkpoint: Path) -> str | None:
+    """The checkpoint's query id (checkpoints.query_id); None when it has none that reads."""
     try:
-        value = json.loads((Path(checkpoint) / "metadata").read_bytes())["id"]
-    except (OSError, ValueError, KeyError, TypeError):
+        return checkpoints.query_id(checkpoint)
+    except checkpoints.Unreadable:
         return None
-    return value if isinstance(value, str) else None
 
 
 def recorded_id(checkpoint: Path) -> str | None:
@@ -645,7 +582,7 @@ def recorded_id(checkpoint: Path) -> str | None:
 
 def foreign_damage(checkpoint: Path) -> list[Damage]:
     """A checkpoint whose query id the course recorded at another place."""
-    current = query_id(checkpoint)
+    current = readable_id(checkpoint)
     if current is None:
         return []
     registry = read_registry()
@@ -671,14 +608,14 @@ def foreign_damage(checkpoint: Path) -> list[Damage]:
     ]
 
 
-def remember(root: Path) -> None:
-    """Record the query id of every whole checkpoint under ``root`` at its place, in
-    ``.runtime/`` (so a checkpoint that later turns up in another place is recognised). A
+def remember(found: Iterable[Path]) -> None:
+    """Record the query id of each whole checkpoint in ``found`` (checkpoints.find) at its place,
+    in ``.runtime/`` (so a checkpoint that later turns up in another place is recognised). A
     checkpoint with damage is not recorded."""
     registry = read_registry()
     changed = False
-    for checkpoint in query_folders(Path(root)):
-        current = query_id(checkpoint)
+    for checkpoint in found:
+        current = readable_id(checkpoint)
         place = place_of(checkpoint)
         if current is None or registry.get(place) == current or diagnose(checkpoint):
             continue
@@ -710,10 +647,10 @@ def advice(damages: Iterable[Damage]) -> str:
             "holds):"
         )
     ]
-    for folder in dict.fromkeys(checkpoint_of(damage) for damage in damages):
+    for folder in dict.fromkeys(damaged_checkpoint(damage) for damage in damages):
         lines.append(f"In {paths.display(folder)}:")
         for damage in damages:
-            if checkpoint_of(damage) != folder:
+            if damaged_checkpoint(damage) != folder:
                 continue
             verdict = "Safe fix" if damage.safe else "Way out (read what it costs)"
             lines.append(wrap(f"- {damage.what}", first="  ", rest="    "))
@@ -721,17 +658,9 @@ def advice(damages: Iterable[Damage]) -> str:
     return "\n".join(lines)
 
 
-def checkpoint_of(damage: Damage) -> Path:
-    """The query checkpoint a damage belongs to (the folder above offsets/, commits/ ...)."""
-    path = damage.path
-    for folder in (path, *path.parents):
-        if folder.name in ("offsets", "commits", "sources"):
-            return folder.parent
-        if folder.name.isdigit() and folder.parent.name == "sources":
-            return folder.parent.parent
-    if damage.kind == FOREIGN:
-        return path
-    return path.parent
+def damaged_checkpoint(damage: Damage) -> Path:
+    """The query checkpoint a damage belongs to."""
+    return checkpoints.checkpoint_of(damage.path) or damage.path.parent
 
 
 def wrap(text: str, first: str = "", rest: str = "") -> str:

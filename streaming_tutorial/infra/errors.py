@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Iterator
 from urllib.parse import unquote, urlparse
 
-from infra import checkpoint_health
+from infra import checkpoint_health, checkpoints
 
 
 class CourseError(RuntimeError):
@@ -257,14 +257,7 @@ def checkpoint_failure(error: BaseException) -> tuple[str, str] | None:
         if not match:
             continue
         path = Path(unquote(urlparse(match.group("path")).path))
-        checkpoint = next(
-            (
-                folder
-                for folder in (path, *path.parents)
-                if (folder / "offsets").is_dir() or (folder / "metadata").is_file()
-            ),
-            None,
-        )
+        checkpoint = checkpoints.checkpoint_of(path)
         damages = checkpoint_health.diagnose(checkpoint) if checkpoint else []
         if damages:
             return checkpoint_health.advice(damages), message

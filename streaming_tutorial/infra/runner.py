@@ -41,10 +41,9 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from common import paths, storage
-from infra import checkpoint_health
+from infra import checkpoint_health, checkpoints
 from infra.environment import require_writable
 from infra.errors import CourseError, explain
-from teaching import checkpoints
 from teaching.narration import WIDTH, banner, say  # noqa: F401  (lessons import the narration from here too)
 
 POLL_SECONDS = 0.5  # how often the run loop looks at its queries
@@ -69,12 +68,13 @@ def reset_lesson(lesson: str, args, spark=None) -> None:
     """Delete this lesson's checkpoints and output (the --reset flag): without ``spark`` the local
     folders, with it those on remote storage (through the JVM's Hadoop FileSystem,
     storage.delete)."""
-    for folder in (checkpoint_root(lesson, args), paths.output_for(lesson)):
+    root = checkpoint_root(lesson, args)
+    for folder in (root, paths.output_for(lesson)):
         if paths.is_remote(folder):
             if spark is not None and storage.delete(spark, folder):
                 print(f"--reset: deleted {paths.uri(folder)}", flush=True)
         elif spark is None and folder.exists():
-            paths.remove_tree(folder, allow_outside=folder == checkpoint_root(lesson, args))
+            paths.remove_tree(folder, allow_outside=folder == root)
             print(f"--reset: deleted {paths.display(folder)}", flush=True)
 
 
@@ -107,15 +107,16 @@ def lesson_session(lesson: str, args, **spark_options) -> Iterator:
     reset = getattr(args, "reset", False)
     if reset:
         reset_lesson(lesson, args)
-    require_whole_checkpoints(checkpoint_root(lesson, args))
-    print(checkpoints.describe(checkpoint_root(lesson, args)), flush=True)
+    root = checkpoint_root(lesson, args)
+    found = require_whole_checkpoints(root)
+    print(checkpoints.describe(root, found), flush=True)
     # A folder Spark cannot write fails the first micro-batch after the JVM start: say so before it.
     # (Remote storage is out of Python's reach: Spark's own error says it, if it comes to that.)
     require_writable(
         {
             what: folder
             for what, folder in {
-                "checkpoint folder": checkpoint_root(lesson, args),
+                "checkpoint folder": root,
                 "output folder": paths.output_for(lesson),
             }.items()
             if not paths.is_remote(folder)
@@ -140,7 +141,7 @@ def lesson_session(lesson: str, args, **spark_options) -> Iterator:
         for query in spark.streams.active:
             stop_between_batches(query)
         spark.stop()
-        record_checkpoints(checkpoint_root(lesson, args))
+        record_checkpoints(root)  # a second look: the queries changed the folder
 
 
 # The checkpoint folders this process's lessons checked before Spark started: a failure that
@@ -148,24 +149,28 @@ def lesson_session(lesson: str, args, **spark_options) -> Iterator:
 CHECKED_ROOTS: list[Path] = []
 
 
-def require_whole_checkpoints(root: Path) -> None:
+def require_whole_checkpoints(root: Path) -> list[Path]:
     """Stop with advice (CourseError) when a checkpoint under ``root`` is damaged, before Spark
     starts: Spark would fail with a JVM trace, or go on and silently read input again. Nothing
     is repaired here; the advice names the files to remove or restore. A whole checkpoint's
-    query id is recorded at its place (to recognise it later in another query's place)."""
+    query id is recorded at its place (to recognise it later in another query's place).
+    Returns the query checkpoints found (one look at ``root``, checkpoints.find)."""
     CHECKED_ROOTS.append(root)
-    damages = checkpoint_health.diagnose_all(root)
+    found = checkpoints.find(root)
+    damages = [damage for checkpoint in found for damage in checkpoint_health.diagnose(checkpoint)]
     if damages:
         raise CourseError(
             "The lesson stopped before Spark started.\n" + checkpoint_health.advice(damages)
         )
-    record_checkpoints(root)
+    record_checkpoints(root, found)
+    return found
 
 
-def record_checkpoints(root: Path) -> None:
-    """Record each query id under ``root`` at its place (checkpoint_health.remember)."""
+def record_checkpoints(root: Path, found: list[Path] | None = None) -> None:
+    """Record each query id under ``root`` at its place (checkpoint_health.remember); ``found``:
+    the query checkpoints there when the caller has just looked, else they are looked for."""
     try:
-        checkpoint_health.remember(root)
+        checkpoint_health.remember(checkpoints.find(root) if found is None else found)
     except OSError:
         # The record (in .runtime/) only helps name a checkpoint moved into another query's
         # place later; a course folder that cannot be written is reported where it matters.

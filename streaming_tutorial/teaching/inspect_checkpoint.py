@@ -34,7 +34,8 @@ quarantine`` -> ``output/06_windowing/quarantine``); a sink named otherwise need
 
 A file it cannot read is shown as "unreadable" and the rest still prints. The logs' formats are
 Spark's and Delta's internal ones (as written by Spark 4.2 and Delta 4.4), read here only to show
-what a restart will find.
+what a restart will find; a checkpoint's parts are read with the course's checkpoint model,
+``infra.checkpoints``.
 """
 
 from __future__ import annotations
@@ -45,12 +46,12 @@ import os
 import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path, PurePosixPath
-from urllib.parse import unquote, urlparse
+from pathlib import Path
 
 from common import paths
-from infra import checkpoint_health
-from teaching import checkpoints, state_reader
+from infra import checkpoint_health, checkpoints
+from infra.checkpoints import Unreadable, name_in_checkpoint, parse_json, read_lines
+from teaching import state_reader
 
 LABEL_WIDTH = 16  # the width of the labels on the left of each line
 INDENT = " " * (LABEL_WIDTH + 2)  # continuation lines line up under the values
@@ -74,43 +75,7 @@ class SinkLog:
     path: Path
 
 
-# --- reading files, never failing ----------------------------------------------------------
-
-
-class Unreadable(Exception):
-    """A checkpoint or sink file the inspector cannot read or parse; the message says which."""
-
-
-def read_lines(path: Path) -> list[str]:
-    """The lines of a small text file; Unreadable when it cannot be read as text."""
-    try:
-        return path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as error:
-        raise Unreadable(f"{relative_name(path)} unreadable ({type(error).__name__})") from None
-
-
-def parse_json(text: str, path: Path):
-    try:
-        return json.loads(text)
-    except ValueError:
-        raise Unreadable(f"{relative_name(path)} unreadable (not the JSON Spark writes)") from None
-
-
-def relative_name(path: Path) -> str:
-    """A file's name below its query checkpoint (``offsets/3``, ``sources/0/1``), else its folder
-    and name (``_delta_log/00000000000000000002.json``): what a learner finds in the folder."""
-    for folder in path.parents:
-        if is_query_checkpoint(folder):
-            return path.relative_to(folder).as_posix()
-    return "/".join(path.parts[-2:])
-
-
-def log_entry(path: Path) -> list[str]:
-    """A Spark log entry's lines after its version line ("v1"); Unreadable when it has none."""
-    lines = read_lines(path)
-    if not lines or not lines[0].startswith("v"):
-        raise Unreadable(f"{relative_name(path)} unreadable (no version line: cut short or empty)")
-    return lines[1:]
+# --- formatting ----------------------------------------------------------------------------
 
 
 def batch_range(ids: list[int]) -> str:
@@ -132,11 +97,6 @@ def batch_range(ids: list[int]) -> str:
     return " ".join(parts)
 
 
-def file_name(uri: str) -> str:
-    """A file's name from the URI a log holds ("file:///.../part-a.json" -> "part-a.json")."""
-    return PurePosixPath(unquote(urlparse(uri).path)).name
-
-
 def line(label: str, value: str) -> str:
     return f"  {label:<{LABEL_WIDTH}}{value}".rstrip()
 
@@ -146,32 +106,7 @@ def utc(milliseconds: int) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-# --- finding checkpoints and sinks ---------------------------------------------------------
-
-
-def is_query_checkpoint(folder: Path) -> bool:
-    """A folder Spark made for one query: ``offsets/`` or ``commits/`` or a ``metadata`` file
-    (``state/*/_metadata/metadata`` is a state store's, not a query's)."""
-    if folder.name == "_metadata":
-        return False
-    return (
-        (folder / "offsets").is_dir()
-        or (folder / "commits").is_dir()
-        or (folder / "metadata").is_file()
-    )
-
-
-def find_checkpoints(root: Path) -> list[Path]:
-    """``root`` if it is a query's checkpoint (even a damaged one), else every one under it."""
-    if is_query_checkpoint(root):
-        return [root]
-    found = set()
-    for name in ("offsets", "commits", "metadata"):
-        for path in root.rglob(name):
-            if is_query_checkpoint(path.parent):
-                found.add(path.parent)
-    # A query's checkpoint holds no other one: drop what lies inside one found (its state/).
-    return sorted(folder for folder in found if not any(other in folder.parents for other in found))
+# --- finding sinks -------------------------------------------------------------------------
 
 
 def lesson_output(checkpoint: Path) -> Path | None:
@@ -189,7 +124,7 @@ def lesson_output(checkpoint: Path) -> Path | None:
 def sink_of(path: Path) -> SinkLog | None:
     if (path / "_delta_log").is_dir():
         return SinkLog("delta", path)
-    if (path / "_spark_metadata").is_dir():
+    if (path / checkpoints.SINK_LOG).is_dir():
         return SinkLog("files", path)
     return None
 
@@ -202,7 +137,7 @@ def find_sinks(checkpoint: Path, query_id: str | None) -> list[SinkLog]:
     else:
         candidates = sorted(
             {log.parent for log in output.rglob("_delta_log")}
-            | {log.parent for log in output.rglob("_spark_metadata")}
+            | {log.parent for log in output.rglob(checkpoints.SINK_LOG)}
         )
     found = []
     for folder in candidates:
@@ -219,21 +154,9 @@ def find_sinks(checkpoint: Path, query_id: str | None) -> list[SinkLog]:
 # --- the parts of a report -----------------------------------------------------------------
 
 
-def query_id_of(checkpoint: Path) -> str | None:
-    """The id in ``metadata``; None when the file is missing (Unreadable when it is damaged)."""
-    metadata = checkpoint / "metadata"
-    if not metadata.exists():
-        return None
-    lines = read_lines(metadata)
-    found = parse_json(lines[0], metadata) if lines else None
-    if not isinstance(found, dict) or not isinstance(found.get("id"), str):
-        raise Unreadable("metadata unreadable (no query id)")
-    return found["id"]
-
-
 def batch_lines(checkpoint: Path) -> list[str]:
-    planned = checkpoints.batch_ids(checkpoint / "offsets")
-    committed = checkpoints.batch_ids(checkpoint / "commits")
+    planned = checkpoints.batch_ids(checkpoint / checkpoints.OFFSETS)
+    committed = checkpoints.batch_ids(checkpoint / checkpoints.COMMITS)
     lines = [
         line("offsets/", f"batches {batch_range(planned)}"),
         line("commits/", f"batches {batch_range(committed)}"),
@@ -255,16 +178,11 @@ def batch_lines(checkpoint: Path) -> list[str]:
 
 def offsets_lines(checkpoint: Path) -> list[str]:
     """The newest offsets entry: its watermark and settings, then one line per source."""
-    planned = checkpoints.batch_ids(checkpoint / "offsets")
+    planned = checkpoints.batch_ids(checkpoint / checkpoints.OFFSETS)
     if not planned:
         return [line("sources", "none planned yet (offsets/ is empty)")]
-    newest = checkpoint / "offsets" / str(planned[-1])
-    entry = log_entry(newest)
-    if not entry:
-        raise Unreadable(f"{relative_name(newest)} unreadable (no settings line: cut short)")
-    settings = parse_json(entry[0], newest)
-    if not isinstance(settings, dict):
-        raise Unreadable(f"{relative_name(newest)} unreadable (its settings line is not an object)")
+    entry = checkpoints.read_offsets(checkpoint / checkpoints.OFFSETS / str(planned[-1]))
+    settings = entry.settings
     watermark = settings.get("batchWatermarkMs", 0)
     lines = [
         line(
@@ -280,7 +198,7 @@ def offsets_lines(checkpoint: Path) -> list[str]:
     ]
     if fixed:
         lines.append(line("fixed settings", ", ".join(fixed)))
-    for index, text in enumerate(entry[1:]):
+    for index, text in enumerate(entry.sources):
         lines.extend(source_lines(checkpoint, index, text))
     return lines
 
@@ -294,10 +212,11 @@ def source_lines(checkpoint: Path, index: int, text: str) -> list[str]:
         offset = json.loads(text)
     except ValueError:
         return [line(label, f"unreadable offset: {text[:60]}")]
-    if isinstance(offset, dict) and "logOffset" in offset:
+    log_offset = checkpoints.file_source_offset(text)
+    if log_offset is not None:
         return [
-            line(label, f"file source, log offset {offset['logOffset']}"),
-            *part_lines(file_source_lines, checkpoint / "sources" / str(index)),
+            line(label, f"file source, log offset {log_offset}"),
+            *part_lines(file_source_lines, checkpoint / checkpoints.SOURCES / str(index)),
         ]
     if isinstance(offset, dict) and "reservoirVersion" in offset:
         return [
@@ -338,31 +257,12 @@ def kafka_offsets(offset: dict) -> list[tuple[str, str]]:
     return topics
 
 
-def logged_files(folder: Path) -> dict[int, list[str]]:
-    """{batch id: file names} from a log of files: a file source's ``sources/<i>/`` or a file
-    sink's ``_spark_metadata/``. A ``.compact`` entry repeats the batches before it: a source's
-    lines carry their batch id, a sink's do not (they count under the compact entry's id)."""
-    by_batch: dict[int, list[str]] = {}
-    for entry in sorted(folder.iterdir(), key=entry_order):
-        if entry.name.startswith(".") or entry.name.endswith(".tmp"):
-            continue  # checksums and files being written
-        batch_id = int(entry.name.removesuffix(".compact"))
-        for text in log_entry(entry):
-            record = parse_json(text, entry)
-            if not isinstance(record, dict) or "path" not in record:
-                raise Unreadable(f"{relative_name(entry)} unreadable (an entry without a path)")
-            if record.get("action") == "delete":
-                continue
-            owner = record.get("batchId", batch_id)
-            names = by_batch.setdefault(owner, [])
-            if file_name(record["path"]) not in names:
-                names.append(file_name(record["path"]))
-    return by_batch
-
-
-def entry_order(path: Path) -> tuple[int, str]:
-    stem = path.name.removesuffix(".compact")
-    return (int(stem), path.name) if stem.isdigit() else (-1, path.name)
+def logged_names(log: Path) -> dict[int, list[str]]:
+    """{batch id: file names} of a log of files (``checkpoints.logged_files``)."""
+    return {
+        batch_id: list(dict.fromkeys(checkpoints.file_name(uri) for uri in uris))
+        for batch_id, uris in checkpoints.logged_files(log).items()
+    }
 
 
 def files_by_batch(by_batch: dict[int, list[str]]) -> list[str]:
@@ -383,27 +283,25 @@ def files_by_batch(by_batch: dict[int, list[str]]) -> list[str]:
 
 def file_source_lines(folder: Path) -> list[str]:
     if not folder.is_dir():
-        return [f"{INDENT}its log {relative_name(folder)}/ is missing"]
-    by_batch = logged_files(folder)
+        return [f"{INDENT}its log {name_in_checkpoint(folder)}/ is missing"]
+    by_batch = logged_names(folder)
     total = sum(len(names) for names in by_batch.values())
     return [
-        f"{INDENT}files read, by batch ({relative_name(folder)}/, {total} in all):",
+        f"{INDENT}files read, by batch ({name_in_checkpoint(folder)}/, {total} in all):",
         *files_by_batch(by_batch),
     ]
 
 
 def state_lines(checkpoint: Path, spark) -> list[str]:
     """The stateful operators, from Spark's state-metadata and statestore readers."""
-    if not (checkpoint / "state").is_dir():
+    if not (checkpoint / checkpoints.STATE).is_dir():
         return [line("state", "none (a stateless query)")]
     if spark is None:
-        operators = sorted(
-            path.name for path in (checkpoint / "state").iterdir() if path.name.isdigit()
-        )
+        operators = " ".join(map(str, checkpoints.state_operators(checkpoint)))
         return [
             line(
                 "state",
-                f"state/ holds operators {' '.join(operators) or 'none'} "
+                f"state/ holds operators {operators or 'none'} "
                 f"(read with Spark: run without {NO_STATE_FLAG})",
             )
         ]
@@ -507,7 +405,7 @@ def file_sink_lines(folder: Path, last_commit: int | None) -> list[str]:
 
 def sink_log_lines(folder: Path, last_commit: int | None) -> list[str]:
     """A file sink's _spark_metadata: its batches and the files of each."""
-    by_batch = logged_files(folder / "_spark_metadata")
+    by_batch = logged_names(folder / checkpoints.SINK_LOG)
     total = sum(len(names) for names in by_batch.values())
     lines = [
         f"{INDENT}_spark_metadata: batches {batch_range(sorted(by_batch))}, {total} files",
@@ -586,7 +484,7 @@ def describe(checkpoint: Path, *, spark=None, sink: Path | None = None) -> str:
     """The report of one query's checkpoint (``spark``: read its state with it; None: do not)."""
     lines = [f"Checkpoint {paths.display(checkpoint)}"]
     try:
-        query_id = query_id_of(checkpoint)
+        query_id = checkpoints.query_id(checkpoint)
         lines.append(line("query id", query_id or "none: metadata is missing"))
     except Unreadable as problem:
         query_id = None
@@ -607,7 +505,7 @@ def report(root: Path, *, spark=None, sink: Path | None = None, state: bool = Tr
     ``state/``. ``sink`` names the sink of a single query's checkpoint.
     """
     root = Path(root)
-    found = find_checkpoints(root) if root.is_dir() else []
+    found = checkpoints.find(root)
     if not found:
         return (
             f"No query checkpoint in {paths.display(root)}: a query's checkpoint folder holds "
@@ -618,7 +516,7 @@ def report(root: Path, *, spark=None, sink: Path | None = None, state: bool = Tr
     sections = []
     try:
         for checkpoint in found:
-            if state and spark is None and (checkpoint / "state").is_dir():
+            if state and spark is None and (checkpoint / checkpoints.STATE).is_dir():
                 spark, started = state_session()
             sections.append(describe(checkpoint, spark=spark if state else None, sink=sink))
     finally:
@@ -680,7 +578,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
-    if args.sink is not None and len(find_checkpoints(folder)) > 1:
+    if args.sink is not None and len(checkpoints.find(folder)) > 1:
         print(
             f"--sink names the sink of one query: give one query's checkpoint, not {args.folder}, "
             "which holds several.",

@@ -8,15 +8,16 @@ lesson 15). What is here only shows what they return:
 - ``print_rows`` / ``as_text``: state rows (nested structs) as a plain table;
 - ``print_metadata``: the state-metadata rows, one line per operator and store;
 - ``print_states``: several of those, by title;
-- ``print_changes``: a change feed, per micro-batch, which keys were updated or deleted;
-- ``state_files``: which files each state partition's folder holds (how a provider writes).
+- ``print_changes``: a change feed, per micro-batch, which keys were updated or deleted.
+
+Which files a state partition's folder holds is the checkpoint model's
+(``infra.checkpoints.state_files``).
 """
 
 from __future__ import annotations
 
 import json
 from datetime import datetime
-from pathlib import Path
 from typing import Callable, Sequence
 
 from teaching.narration import print_table
@@ -124,18 +125,3 @@ def print_states(states: dict) -> None:
             print_changes(df)
         else:
             print_rows(title, df)
-
-
-def state_files(checkpoint: Path, operator: int = 0, partition: int = 0) -> list[str]:
-    """The files one state partition keeps in the checkpoint, checksums left out, in batch order:
-    '1.delta' (HDFS-backed), '1.zip' (a RocksDB snapshot), '1.changelog' (RocksDB's changelog)."""
-    folder = checkpoint / "state" / str(operator) / str(partition)
-    names = [
-        path.name for path in folder.glob("*") if path.is_file() and not path.name.endswith(".crc")
-    ]
-
-    def order(name: str):
-        stem = name.split(".")[0].split("_")[0]
-        return (int(stem), name) if stem.isdigit() else (1 << 62, name)
-
-    return sorted(names, key=order)

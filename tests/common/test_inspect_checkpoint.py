@@ -23,9 +23,9 @@ from lesson15_state_demos import session_conf
 from pyspark.sql import functions as F
 
 from conftest import ROOT, iso_at
-from infra import checkpoint_health
+from infra import checkpoint_health, checkpoints
 from infra.runner import finish
-from teaching import checkpoints, inspect_checkpoint
+from teaching import inspect_checkpoint
 from teaching.microbatch import stream_batches, write_batches
 
 # kafka-python 3.0 loads its protocol schemas with importlib.resources calls that Python 3.11
@@ -113,6 +113,18 @@ def test_a_windowed_count_into_a_file_sink_shows_its_batches_files_state_and_sin
             .start()
         )
         finish([query])
+
+    # The checkpoint model (infra.checkpoints) on this real checkpoint, against the query itself.
+    assert checkpoints.find(tmp_path) == [where.checkpoint]  # not the sink's folder
+    assert checkpoints.query_id(where.checkpoint) == query.id
+    assert checkpoints.batch_ids(where.checkpoint / "offsets") == [0, 1, 2, 3]
+    assert checkpoints.last_commit(where.checkpoint) == 3
+    assert checkpoints.source_files(where.checkpoint, committed_only=True) == set(FILES)
+    assert checkpoints.state_operators(where.checkpoint) == [0]
+    # A state version per batch (version 1 after batch 0), in each of the 2 partitions.
+    deltas = [name for name in checkpoints.state_files(where.checkpoint, 0, 1) if "delta" in name]
+    assert deltas == ["1.delta", "2.delta", "3.delta", "4.delta"]
+    assert list(checkpoints.logged_files(sink / checkpoints.SINK_LOG)) == [0, 1, 2, 3]
 
     lines = without_damage(report_lines(inspect_checkpoint.report(where.checkpoint, spark=spark)))
 

@@ -12,9 +12,9 @@ import pytest
 
 from common import paths, storage
 from conftest import ROOT
-from infra import cli, runner, simulators
+from infra import checkpoints, cli, runner, simulators
 from infra.errors import CourseError
-from teaching import checkpoints, microbatch
+from teaching import microbatch
 
 HDFS = "hdfs://nn:8020/course"
 

@@ -121,18 +121,3 @@ def test_print_rows_shows_the_first_rows_and_counts_the_rest(capsys):
         "stateVarName=session: 3 rows\n  key         value\n  U0          0\n"
         "  U1          1\n  ... 1 more\n"
     )
-
-
-def test_state_files_in_batch_order_without_checksums(tmp_path):
-    folder = tmp_path / "state" / "0" / "0"
-    folder.mkdir(parents=True)
-    for name in ("10.changelog", "2.changelog", "1.zip", ".1.zip.crc", "1.changelog"):
-        (folder / name).write_text("")
-    (folder / "SSTs").mkdir()
-
-    assert state_reader.state_files(tmp_path) == [
-        "1.changelog",
-        "1.zip",
-        "2.changelog",
-        "10.changelog",
-    ]

@@ -19,7 +19,6 @@ To rerun a seed, or to try other plans:
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import time
@@ -31,8 +30,8 @@ import lesson16_crash_harness as crash
 import pytest
 
 from common import config, database
+from infra import checkpoints
 from infra.runner import finish
-from teaching import checkpoints
 
 SEED_ENV, CYCLES_ENV = "CRASH_SEED", "CRASH_CYCLES"
 DEFAULT_SEED, DEFAULT_CYCLES = 9, 5
@@ -122,14 +121,9 @@ def drained(where) -> bool:
     offsets, commits = (checkpoints.batch_ids(checkpoint / log) for log in ("offsets", "commits"))
     if not commits or offsets[-1] != commits[-1]:
         return False
-    source_log = [
-        int(path.name.removesuffix(".compact"))
-        for path in (checkpoint / "sources" / "0").iterdir()
-        if path.name.removesuffix(".compact").isdigit()
-    ]  # every tenth entry is "<N>.compact"
-    covered = json.loads((checkpoint / "offsets" / str(offsets[-1])).read_text().splitlines()[-1])[
-        "logOffset"
-    ]
+    source_log = checkpoints.batch_ids(checkpoint / "sources" / "0")  # with "<N>.compact" entries
+    newest = checkpoints.read_offsets(checkpoint / "offsets" / str(offsets[-1]))
+    covered = checkpoints.file_source_offset(newest.sources[0])
     return max(source_log) == covered and checkpoints.source_files(checkpoint) >= {
         path.name for path in where.input.glob("*.json")
     }

@@ -14,9 +14,10 @@ from pyspark.sql import Row
 from common import parsing
 from common.schemas import TRANSACTION_SCHEMA
 from conftest import at, iso_at, load_lesson, run_script
+from infra import checkpoints
 from infra.files import json_lines, write_atomically
 from infra.runner import finish
-from teaching import checkpoints, demos
+from teaching import demos
 from teaching.microbatch import collect_batches
 
 lesson = load_lesson("03_file_streaming")

@@ -22,9 +22,9 @@ from common import database, parsing
 from common.sales import build_category_sales
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 from conftest import load_lesson, run_script, shop_event, write_by_hand
+from infra import checkpoints
 from infra.files import json_lines, write_atomically
 from infra.runner import finish
-from teaching import checkpoints
 
 lesson = load_lesson("10_foreach_batch")
 

@@ -35,6 +35,7 @@ from pyspark.sql.streaming import StatefulProcessor, TwsTester
 
 from common.schemas import ECOMMERCE_EVENT_SCHEMA
 from conftest import at, load_lesson, prose, run_script, shop_event
+from infra import checkpoints
 from teaching import state_reader
 from teaching.demos import show_refusal
 from teaching.microbatch import collect_batches, stream_batches, write_batches
@@ -165,7 +166,7 @@ def test_state_files_show_the_changelog_of_each_batch(sessions_run):
     _, checkpoint = sessions_run
     # RocksDB with changelog checkpointing: a changelog per batch (versions 1-4), a snapshot at
     # version 1.
-    files = state_reader.state_files(checkpoint, partition=1)
+    files = checkpoints.state_files(checkpoint, partition=1)
     assert [name for name in files if name.endswith(".changelog")] == [
         f"{n}.changelog" for n in range(1, 5)
     ]

@@ -19,9 +19,8 @@ import pytest
 from pyspark.errors import StreamingQueryException
 
 from conftest import load_lesson, prose, run_script, write_by_hand
-from infra import errors
+from infra import checkpoints, errors
 from infra.runner import finish
-from teaching import checkpoints
 
 LESSON = "16_fault_tolerance"
 lesson = load_lesson(LESSON)

@@ -22,9 +22,9 @@ from common import config, parsing
 from common.timestamps import iso, parse_iso
 from conftest import load_lesson, prose, run_script, shop_event
 from data_generators.generate_ecommerce_events import make_ecommerce_events
+from infra import checkpoints
 from infra.files import json_lines, write_atomically
 from infra.runner import finish
-from teaching import checkpoints
 
 lesson = load_lesson("17_ecommerce_pipeline")
 
