@@ -130,12 +130,13 @@ def diagnose(checkpoint: Path) -> list[Damage]:
     return found
 
 
-def diagnose_all(root: Path) -> list[Damage]:
-    """The damage in every query checkpoint under ``root`` (a lesson's checkpoint folder)."""
-    found: list[Damage] = []
-    for checkpoint in checkpoints.find(root):
-        found += diagnose(checkpoint)
-    return found
+def diagnose_all(root: Path, found: list[Path] | None = None) -> list[Damage]:
+    """The damage in every query checkpoint under ``root`` (a lesson's checkpoint folder);
+    ``found``: the query checkpoints there when the caller has just looked (checkpoints.find)."""
+    damages: list[Damage] = []
+    for checkpoint in checkpoints.find(root) if found is None else found:
+        damages += diagnose(checkpoint)
+    return damages
 
 
 def crc_file(file: Path) -> Path:

@@ -157,7 +157,7 @@ def require_whole_checkpoints(root: Path) -> list[Path]:
     Returns the query checkpoints found (one look at ``root``, checkpoints.find)."""
     CHECKED_ROOTS.append(root)
     found = checkpoints.find(root)
-    damages = [damage for checkpoint in found for damage in checkpoint_health.diagnose(checkpoint)]
+    damages = checkpoint_health.diagnose_all(root, found)
     if damages:
         raise CourseError(
             "The lesson stopped before Spark started.\n" + checkpoint_health.advice(damages)
